@@ -1,0 +1,62 @@
+"""One error shape for every 4xx/5xx: {"error": {"code", "message", "field"?, "details"?}}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from events.errors import EventIdConflict, WrongExpectedSeq
+from events.ingest import BatchRejected
+
+
+def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        body["field"] = field
+    body.update(extra)
+    return {"error": body}
+
+
+def _field_of(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p != "body"]
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out or "body"
+
+
+async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return JSONResponse(error_body("malformed_json", "request body is not valid JSON", "body"), 400)
+    details = [{"field": _field_of(tuple(e["loc"])), "message": e["msg"]} for e in errors]
+    first = details[0]
+    return JSONResponse(
+        error_body("invalid_request", first["message"], first["field"], details=details), 422
+    )
+
+
+async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    return JSONResponse(error_body("http_error", str(exc.detail)), exc.status_code,
+                        headers=getattr(exc, "headers", None))
+
+
+async def _batch(_: Request, exc: BatchRejected) -> JSONResponse:
+    return JSONResponse(error_body("invalid_event", exc.message, exc.field), exc.status)
+
+
+async def _conflict(_: Request, exc: Exception) -> JSONResponse:
+    code = "event_id_conflict" if isinstance(exc, EventIdConflict) else "wrong_expected_seq"
+    return JSONResponse(error_body(code, str(exc), getattr(exc, "field", None)), 409)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
+    app.add_exception_handler(BatchRejected, _batch)  # type: ignore[arg-type]
+    app.add_exception_handler(EventIdConflict, _conflict)
+    app.add_exception_handler(WrongExpectedSeq, _conflict)

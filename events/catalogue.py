@@ -1,0 +1,168 @@
+"""The catalogue of event types: payload schemas, reserved namespaces, upcasters.
+
+Known types are validated against a pydantic schema. Custom types live under ``x.``
+and carry free JSON. Namespaces the server writes itself (contract edits, training,
+registry) are reserved, so a client cannot forge a promotion or a contract change.
+
+Payloads are stored exactly as written, under the schema version they were written
+with. Readers see the current version: ``upcast`` walks the chain of upcasters
+(v1 -> v2 -> ...), so old events never need rewriting (they can't be: the log is
+append-only and the hash chain covers their digest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+CUSTOM_PREFIX = "x."
+RESERVED_PREFIXES = ("contract.", "reward.", "trigger.", "training.", "adapter.", "alias.",
+                     "base_model.", "specialist.")
+
+
+class _Payload(BaseModel):
+    # Unknown extra fields are kept: harnesses add context faster than schemas evolve.
+    model_config = ConfigDict(extra="allow")
+
+
+class SessionStarted(_Payload):
+    harness: str | None = Field(None, description="Harness name or build the session runs in")
+    user: str | None = Field(None, description="Pseudonymous user id")
+
+
+class TurnUser(_Payload):
+    text: str = Field(description="What the user said")
+
+
+class RouteDecided(_Payload):
+    specialist: str = Field(description="Mixture-of-LoRA slot chosen for this turn")
+    adapter_version: str = Field(description="Adapter that served it, e.g. coding@3")
+    scores: dict[str, float] | None = Field(None, description="Router scores per specialist")
+
+
+class TurnAssistant(_Payload):
+    text: str = Field(description="What the model answered")
+    model: str | None = None
+    tokens: int | None = Field(None, ge=0)
+
+
+class ToolCalled(_Payload):
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_Payload):
+    call_id: str
+    ok: bool
+    output: Any = None
+    error: str | None = None
+
+
+class FeedbackGivenV1(_Payload):
+    thumbs_up: bool
+
+
+class FeedbackGiven(_Payload):
+    rating: float | None = Field(None, ge=-1.0, le=1.0, description="-1 (bad) .. 1 (good)")
+    thumbs: Literal["up", "down"] | None = None
+    comment: str | None = None
+    target_event_id: str | None = Field(None, description="The turn the feedback is about")
+
+
+class EpisodeCompleted(_Payload):
+    outcome: Literal["success", "failure", "abandoned"]
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class EventType:
+    name: str
+    current_version: int
+    schemas: dict[int, type[BaseModel]]
+    summary: str
+
+
+CORE_TYPES: dict[str, EventType] = {
+    t.name: t
+    for t in (
+        EventType("session.started", 1, {1: SessionStarted}, "A session or conversation began"),
+        EventType("turn.user", 1, {1: TurnUser}, "A user turn"),
+        EventType("route.decided", 1, {1: RouteDecided}, "The router chose a specialist adapter"),
+        EventType("turn.assistant", 1, {1: TurnAssistant}, "The model's answer to a user turn"),
+        EventType("tool.called", 1, {1: ToolCalled}, "The model called a tool"),
+        EventType("tool.result", 1, {1: ToolResult}, "A tool returned"),
+        EventType("feedback.given", 2, {1: FeedbackGivenV1, 2: FeedbackGiven},
+                  "User feedback; v1 had only thumbs_up"),
+        EventType("episode.completed", 1, {1: EpisodeCompleted}, "The episode ended"),
+    )
+}
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    ("feedback.given", 1): lambda p: {
+        **{k: v for k, v in p.items() if k != "thumbs_up"},
+        "thumbs": "up" if p.get("thumbs_up") else "down",
+    },
+}
+
+
+class PayloadInvalid(ValueError):
+    """A client event that the catalogue refuses; ``field`` names what is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def validate_client_event(event_type: str, schema_version: int, payload: Any) -> int:
+    """Check a client-written event; return the schema version to store it under."""
+    if not isinstance(payload, dict):
+        raise PayloadInvalid("payload", "must be a JSON object")
+    if event_type.startswith(RESERVED_PREFIXES):
+        raise PayloadInvalid("type", f"'{event_type}' is in a namespace reserved for the server")
+    if event_type.startswith(CUSTOM_PREFIX):
+        if len(event_type) == len(CUSTOM_PREFIX):
+            raise PayloadInvalid("type", "custom types need a name after 'x.'")
+        return schema_version
+    known = CORE_TYPES.get(event_type)
+    if known is None:
+        raise PayloadInvalid(
+            "type", f"unknown event type '{event_type}'; custom types must start with 'x.'"
+        )
+    schema = known.schemas.get(schema_version)
+    if schema is None:
+        raise PayloadInvalid(
+            "schema_version", f"'{event_type}' has versions {sorted(known.schemas)}"
+        )
+    try:
+        schema.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise PayloadInvalid(f"payload.{where}" if where else "payload", first["msg"]) from None
+    return schema_version
+
+
+def upcast(event_type: str, schema_version: int, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Bring a stored payload up to the type's current schema version."""
+    while (step := UPCASTERS.get((event_type, schema_version))) is not None:
+        payload, schema_version = step(payload), schema_version + 1
+    return schema_version, payload
+
+
+def catalogue_document() -> list[dict[str, Any]]:
+    """The catalogue as JSON (served at /v1/catalogue): names, versions, JSON Schemas."""
+    return [
+        {
+            "type": t.name,
+            "summary": t.summary,
+            "current_version": t.current_version,
+            "schemas": {str(v): s.model_json_schema() for v, s in t.schemas.items()},
+        }
+        for t in CORE_TYPES.values()
+    ]

@@ -1,0 +1,29 @@
+"""Domain errors of the event log; the API maps each to one HTTP status."""
+
+from __future__ import annotations
+
+import uuid
+
+
+class EventLogError(Exception):
+    field: str = "events"
+
+
+class EventIdConflict(EventLogError):
+    """The same event_id was already stored with different content (HTTP 409)."""
+
+    def __init__(self, event_id: uuid.UUID, index: int | None = None) -> None:
+        self.event_id, self.index = event_id, index
+        self.field = f"events[{index}].event_id" if index is not None else "event_id"
+        super().__init__(f"event {event_id} already exists with different content")
+
+
+class WrongExpectedSeq(EventLogError):
+    """Optimistic concurrency: the stream moved on since the writer looked (HTTP 409)."""
+
+    def __init__(self, stream_id: str, expected: int, actual: int, index: int | None = None):
+        self.stream_id, self.expected, self.actual = stream_id, expected, actual
+        self.field = f"events[{index}].expected_seq" if index is not None else "expected_seq"
+        super().__init__(
+            f"stream '{stream_id}' is at seq {actual}, the writer expected {expected}"
+        )

@@ -1,0 +1,107 @@
+"""The event as a frozen value object. Pure: no database, no Kafka."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+# Metadata fields a client may set on an event, besides stream, type and payload.
+METADATA_FIELDS = (
+    "occurred_at",
+    "actor",
+    "tenant",
+    "specialist",
+    "adapter_version",
+    "contract",
+    "causation_id",
+    "correlation_id",
+)
+
+
+@dataclass(frozen=True)
+class EventMetadata:
+    """Who and what an event is about; all of it is covered by the hash chain."""
+
+    occurred_at: datetime | None = None
+    actor: str | None = None
+    tenant: str | None = None
+    specialist: str | None = None  # which Mixture-of-LoRA slot served the turn
+    adapter_version: str | None = None  # e.g. "coding@3"
+    contract: str | None = None  # HCP contract version the harness ran under, e.g. "default@2"
+    causation_id: uuid.UUID | None = None
+    correlation_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event a writer wants appended; the store assigns seq, position and hash."""
+
+    stream_id: str
+    type: str
+    payload: dict[str, Any]
+    event_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    schema_version: int = 1
+    metadata: EventMetadata = field(default_factory=EventMetadata)
+    # The stream's last stream_seq the writer has seen; 0 means "the stream must be new".
+    expected_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """An event as stored: immutable, positioned and chained."""
+
+    event_id: uuid.UUID
+    stream_id: str
+    stream_seq: int
+    position: int
+    type: str
+    schema_version: int
+    payload: dict[str, Any]
+    metadata: EventMetadata
+    recorded_at: datetime
+    payload_digest: str
+    prev_hash: str
+    hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented wire form (API responses and Kafka values)."""
+        meta = self.metadata
+        return {
+            "event_id": str(self.event_id),
+            "stream_id": self.stream_id,
+            "stream_seq": self.stream_seq,
+            "position": self.position,
+            "type": self.type,
+            "schema_version": self.schema_version,
+            "payload": self.payload,
+            "metadata": {
+                "occurred_at": _iso(meta.occurred_at),
+                "recorded_at": _iso(self.recorded_at),
+                "actor": meta.actor,
+                "tenant": meta.tenant,
+                "specialist": meta.specialist,
+                "adapter_version": meta.adapter_version,
+                "contract": meta.contract,
+                "causation_id": _str(meta.causation_id),
+                "correlation_id": _str(meta.correlation_id),
+            },
+            "payload_digest": self.payload_digest,
+            "hash": self.hash,
+        }
+
+
+def utc(moment: datetime) -> datetime:
+    """Normalise to aware UTC; naive values (SQLite hands them back) are taken as UTC."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else utc(moment).isoformat(timespec="microseconds")
+
+
+def _str(value: uuid.UUID | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,71 @@
+"""The one place configuration is read. Every variable has the prefix ``HCP_``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATA_DIR = Path("hcp-data")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HCP_", extra="ignore")
+
+    environment: str = Field(
+        "development", description="`development` or `production`; production refuses unsafe defaults"
+    )
+    data_dir: Path = Field(DEFAULT_DATA_DIR, description="Where embedded mode keeps its files")
+    database_url: str = Field(
+        "", description="SQLAlchemy URL; empty means a SQLite file under data_dir (embedded mode)"
+    )
+    kafka_bootstrap: str = Field(
+        "", description="Kafka bootstrap servers; empty means the database log replaces Kafka"
+    )
+    topic_prefix: str = Field("hcp", description="Topics are <prefix>.events and <prefix>.rewards")
+    redis_url: str = Field(
+        "", description="Celery broker URL; empty means training tasks run in-process"
+    )
+    artifact_dir: Path | None = Field(
+        None, description="Content-addressed adapter store; default <data_dir>/artifacts"
+    )
+    max_batch_events: int = Field(500, description="Most events one POST /v1/events may carry")
+    max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
+    api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
+    api_port: int = Field(8000, description="Default port for `hcp serve`")
+
+    @model_validator(mode="after")
+    def _refuse_embedded_in_production(self) -> Settings:
+        # An embedded SQLite file is fine for a laptop, never for the system of record.
+        if self.environment == "production" and not self.database_url:
+            raise ValueError("HCP_DATABASE_URL must be set when HCP_ENVIRONMENT=production")
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'hcp.sqlite3').resolve()}"
+
+    @property
+    def embedded(self) -> bool:
+        return not self.kafka_bootstrap
+
+    @property
+    def events_topic(self) -> str:
+        return f"{self.topic_prefix}.events"
+
+    @property
+    def rewards_topic(self) -> str:
+        return f"{self.topic_prefix}.rewards"
+
+    @property
+    def resolved_artifact_dir(self) -> Path:
+        return self.artifact_dir or self.data_dir / "artifacts"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,57 @@
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from events.chain import GENESIS_HASH, chain_hash, payload_digest, verify_chain
+from events.model import EventMetadata, RecordedEvent
+
+
+def _chain(n: int) -> list[RecordedEvent]:
+    out, prev = [], GENESIS_HASH
+    for i in range(1, n + 1):
+        payload = {"text": f"turn {i}"}
+        e = RecordedEvent(uuid.uuid4(), "s", i, i, "turn.user", 1, payload,
+                          EventMetadata(actor="a"), datetime(2026, 1, 1, tzinfo=UTC),
+                          payload_digest(payload), prev, "")
+        e = replace(e, hash=chain_hash(prev, e))
+        out.append(e)
+        prev = e.hash
+    return out
+
+
+def test_intact_chain_verifies():
+    report = verify_chain(_chain(5))
+    assert report.intact and report.checked == 5 and report.last_position == 5
+
+
+def test_changed_payload_is_found_at_its_position():
+    events = _chain(5)
+    events[2] = replace(events[2], payload={"text": "forged"})
+    report = verify_chain(events)
+    assert report.first_break.position == 3 and "payload" in report.first_break.reason
+
+
+def test_changed_metadata_is_found():
+    events = _chain(5)
+    events[3] = replace(events[3], metadata=EventMetadata(actor="mallory"))
+    assert verify_chain(events).first_break.position == 4
+
+
+def test_deleted_row_is_found():
+    events = _chain(5)
+    del events[1]
+    report = verify_chain(events)
+    assert report.first_break.position == 3 and report.last_position == 1
+
+
+def test_reordered_rows_are_found():
+    events = _chain(5)
+    a, b = events[1], events[2]
+    # swap their contents but keep positions (what an attacker would do to reorder)
+    events[1] = replace(b, position=2, stream_seq=2)
+    events[2] = replace(a, position=3, stream_seq=3)
+    assert verify_chain(events).first_break.position == 2
+
+
+def test_digest_ignores_key_order():
+    assert payload_digest({"a": 1, "b": [1, 2]}) == payload_digest({"b": [1, 2], "a": 1})

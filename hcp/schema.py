@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-TABLE_MODULES = ("events.tables", "hcp.apikeys")
+TABLE_MODULES = ("events.tables", "hcp.apikeys", "contract.tables", "evaluators.tables")
 
 
 def load_all_tables() -> None:

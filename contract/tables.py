@@ -1,0 +1,61 @@
+"""SQL tables of contract versions (a projection of the `contract.*` events in the log).
+
+The log is the source of truth: every change to a version is an event on stream
+``contract:<name>``, appended in the same transaction as the row change here. A
+published version's document and hash are frozen by a database trigger.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKeyConstraint,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from hcp.db import metadata
+
+contract_versions = Table(
+    "contract_versions",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("parent_version", Integer),  # the version this draft was edited from
+    Column("status", String(20), nullable=False),  # draft | published | retired
+    Column("document", Text, nullable=False),  # the TOML exactly as written
+    Column("content_hash", String(64), nullable=False),  # sha256 of the canonical form
+    Column("created_by", String(200), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("published_at", DateTime(timezone=True)),
+    Column("published_by", String(200)),
+    Column("retired_at", DateTime(timezone=True)),
+    Column("last_event_position", BigInteger, nullable=False),
+    ForeignKeyConstraint(["name", "parent_version"],
+                         ["contract_versions.name", "contract_versions.version"]),
+)
+
+# Re-scoring history under a newly published version: one row per job, with progress.
+reevaluations = Table(
+    "reevaluations",
+    metadata,
+    Column("job_id", String(36), primary_key=True),
+    Column("contract_name", String(100), nullable=False),
+    Column("contract_version", Integer, nullable=False),
+    Column("from_position", BigInteger, nullable=False),
+    Column("to_position", BigInteger, nullable=False),  # log head when the job started
+    Column("done_position", BigInteger, nullable=False),
+    Column("subjects_scored", Integer, nullable=False),
+    Column("status", String(20), nullable=False),  # running | succeeded | failed
+    Column("error", Text),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("contract_name", "contract_version", "from_position",
+                     name="uq_reevaluations_version_from"),
+)

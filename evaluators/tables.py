@@ -1,0 +1,53 @@
+"""SQL table of reward records: append-only, one per (subject, contract version).
+
+``position`` is gapless and in commit order (allocated under a lock like the event
+log's), so the outbox relay can tail it to Kafka ``hcp.rewards`` and the trainer can
+cut datasets by position.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+
+from hcp.db import metadata
+
+reward_records = Table(
+    "reward_records",
+    metadata,
+    Column("position", BigInteger, primary_key=True, autoincrement=False),
+    Column("reward_id", Uuid, nullable=False, unique=True),
+    Column("subject_id", String(300), nullable=False),  # e.g. turn:<stream>:<seq>, episode:<stream>
+    Column("subject_kind", String(20), nullable=False),  # turn | episode
+    Column("stream_id", String(200), nullable=False),
+    Column("first_position", BigInteger, nullable=False),
+    Column("last_position", BigInteger, nullable=False),
+    Column("event_ids", JSON, nullable=False),
+    Column("contract_name", String(100), nullable=False),
+    Column("contract_version", Integer, nullable=False),
+    Column("contract_hash", String(64), nullable=False),
+    Column("evaluator_version", String(50), nullable=False),
+    Column("score", Float),  # NULL exactly when ``error`` is set: never a silent zero
+    Column("components", JSON, nullable=False),  # criterion id -> score in [0, 1]
+    Column("gates", JSON, nullable=False),  # gate id -> passed
+    Column("split", String(10), nullable=False),  # train | held_out
+    Column("specialist", String(100)),
+    Column("adapter_version", String(200)),
+    Column("eligible", Boolean, nullable=False),  # usable for training under [training]
+    Column("error", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("subject_id", "contract_name", "contract_version",
+                     name="uq_reward_records_subject_version"),
+)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# THE test command, for CI and for a newcomer on a fresh machine:
+#
+#   bash scripts/ci.sh
+#
+# It builds .venv (python3.11) if missing, installs the project with its dev and train
+# extras, starts PostgreSQL, Redis and Kafka (scripts/services.sh up, which leaves them
+# running for the next run), then runs ruff, mypy and the whole pytest suite.
+# Exit status is non-zero if any step fails, and also if pytest collected no tests: a
+# suite that silently ran nothing must not look green.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { echo "ci.sh: $*" >&2; exit 1; }
+
+# ------------------------------------------------------------------ environment
+PYTHON="python3.11"
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found; the project targets Python 3.11"
+
+if [ ! -x .venv/bin/python ]; then
+  step "creating .venv with $PYTHON"
+  "$PYTHON" -m venv .venv
+fi
+# Activate by hand (PATH, not `source`, which trips `set -u` in some versions): the e2e
+# tests start the `hcp`, `celery` and `alembic` entry points as subprocesses.
+export VIRTUAL_ENV="$PWD/.venv"
+export PATH="$VIRTUAL_ENV/bin:$PATH"
+
+# Always run, even on a reused venv: pip is quick when everything is satisfied, and it
+# brings an old venv back in line with pyproject.toml after dependency changes.
+step "pip install -e '.[dev,train]'"
+python -m pip install -q -e '.[dev,train]'
+
+step "scripts/services.sh up"
+bash scripts/services.sh up
+# services.sh is the single source of the HCP_TEST_* values the tests read.
+eval "$(bash scripts/services.sh env)"
+export HCP_TEST_POSTGRES_URL HCP_TEST_KAFKA_BOOTSTRAP HCP_TEST_REDIS_URL
+
+# ------------------------------------------------------------------ checks
+# All three checks run even if an earlier one fails, so one CI run reports every
+# problem; the summary at the end decides the exit status.
+results=()
+failed=0
+
+check() {
+  local name=$1; shift
+  step "$*"
+  local t0=$SECONDS rc=0
+  "$@" || rc=$?
+  local verdict="ok"
+  if [ "$name" = pytest ] && [ "$rc" = 5 ]; then
+    verdict="FAILED (pytest collected no tests)"
+  elif [ "$rc" != 0 ]; then
+    verdict="FAILED (exit $rc)"
+  fi
+  [ "$verdict" = ok ] || failed=1
+  results+=("$(printf '%-7s %-40s %4ss' "$name" "$verdict" $((SECONDS - t0)))")
+}
+
+check ruff ruff check .
+check mypy mypy hcp events contract evaluators trainer api
+check pytest pytest -q -p no:cacheprovider tests
+
+step "summary"
+printf '  %s\n' "${results[@]}"
+if [ "$failed" != 0 ]; then
+  echo "ci: FAILED"
+  exit 1
+fi
+echo "ci: all green"

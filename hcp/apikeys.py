@@ -43,6 +43,11 @@ class Principal:
     scopes: frozenset[str]
     label: str | None
 
+    @property
+    def actor(self) -> str:
+        """How changes made with this key are attributed in the log."""
+        return f"key:{self.label or self.key_id}"
+
     def allows(self, scope: str) -> bool:
         return "admin" in self.scopes or scope in self.scopes
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import typer
 from rich.progress import Progress
 
 from events.chain import VerifyReport, verify_chain
+from events.model import RecordedEvent
 from hcp.bootstrap import bootstrap
 from hcp.settings import get_settings
 
@@ -29,7 +32,7 @@ def verify() -> None:
     with Progress(transient=True) as progress:
         task = progress.add_task("verifying", total=head)
 
-        def advancing():  # type: ignore[no-untyped-def]
+        def advancing() -> Iterator[RecordedEvent]:
             for event in container.store.iter_all(raw=True):
                 progress.update(task, completed=event.position)
                 yield event
@@ -47,5 +50,8 @@ def verify() -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from hcp.cli import relay
+
     app.command()(serve)
     app.command()(verify)
+    relay.register(app)

@@ -197,7 +197,10 @@ def _to_row(event: RecordedEvent) -> dict[str, Any]:
         "position": event.position, "event_id": event.event_id, "stream_id": event.stream_id,
         "stream_seq": event.stream_seq, "type": event.type,
         "schema_version": event.schema_version, "payload": event.payload,
-        "occurred_at": meta.occurred_at, "recorded_at": event.recorded_at, "actor": meta.actor,
+        # UTC before storing: SQLite keeps the wall-clock digits and drops the offset, so
+        # a +02:00 time would read back two hours off (and fail its chain hash).
+        "occurred_at": utc(meta.occurred_at) if meta.occurred_at else None,
+        "recorded_at": event.recorded_at, "actor": meta.actor,
         "tenant": meta.tenant, "specialist": meta.specialist,
         "adapter_version": meta.adapter_version, "contract": meta.contract,
         "causation_id": meta.causation_id, "correlation_id": meta.correlation_id,

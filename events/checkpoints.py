@@ -1,0 +1,56 @@
+"""Where each follower of a log has got to: one row per name in ``checkpoints``.
+
+A follower (the Kafka relay, an embedded consumer) stores the last position it has
+fully handled. ``save`` takes an optional connection so a follower can commit its
+checkpoint in the same transaction as its results, which makes it exactly-once
+against the database rather than merely at-least-once.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection, Engine
+
+from events.tables import checkpoints as checkpoints_table
+from hcp.db import is_postgres
+
+
+class Checkpoints:
+    """Named positions in the ``checkpoints`` table."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def load(self, name: str) -> int:
+        """The saved position for ``name``; 0 (the start of the log) when there is none."""
+        with self.engine.connect() as conn:
+            return load(conn, name)
+
+    def save(self, name: str, position: int, conn: Connection | None = None) -> None:
+        """Set ``name`` to ``position``; joins ``conn``'s transaction when given."""
+        if conn is not None:
+            save(conn, name, position)
+            return
+        with self.engine.begin() as own:
+            save(own, name, position)
+
+
+def load(conn: Connection, name: str) -> int:
+    position = conn.execute(
+        select(checkpoints_table.c.position).where(checkpoints_table.c.name == name)
+    ).scalar()
+    return int(position or 0)
+
+
+def save(conn: Connection, name: str, position: int) -> None:
+    values = {"name": name, "position": position, "updated_at": datetime.now(UTC)}
+    insert = pg_insert if is_postgres(conn) else sqlite_insert
+    statement = insert(checkpoints_table).values(**values)
+    conn.execute(statement.on_conflict_do_update(
+        index_elements=[checkpoints_table.c.name],
+        set_={"position": statement.excluded.position, "updated_at": statement.excluded.updated_at},
+    ))

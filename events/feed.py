@@ -1,0 +1,196 @@
+"""Log readers: how consumers (evaluator workers …) follow the event log.
+
+One port, two adapters:
+
+* ``KafkaLogReader`` reads ``<prefix>.events`` in a consumer group (service stack);
+* ``DatabaseLogReader`` tails the events table by position (embedded mode).
+
+The contract is the same for both: ``poll`` hands out records after the ones already
+handed out; ``commit`` marks everything handed out so far as processed, so call it only
+once the results are durable; a reader reopened under the same name resumes after the
+last commit, and whatever was polled but not committed comes again (at-least-once:
+consumers are idempotent by event_id). Order is per stream (stream_seq order), which is
+all Kafka guarantees across partitions; the database reader happens to give global
+position order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+
+from kafka import ConsumerRebalanceListener, OffsetAndMetadata, TopicPartition
+from kafka.errors import CommitFailedError
+from sqlalchemy.engine import Connection, Engine
+
+from events.catalogue import upcast
+from events.checkpoints import Checkpoints
+from events.kafka_io import event_from_bytes, make_consumer
+from events.model import RecordedEvent
+from events.store import EventStore
+
+if TYPE_CHECKING:
+    from hcp.bootstrap import Container
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class LogReader(ABC, Generic[T]):
+    """A consumer's view of a log; commit only what has been durably processed."""
+
+    @abstractmethod
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[T]:
+        """Up to ``max_records`` records after those already returned; [] if none arrive
+        within ``timeout`` seconds."""
+
+    @abstractmethod
+    def commit(self) -> None:
+        """Mark every record returned by ``poll`` so far as processed."""
+
+    @abstractmethod
+    def rewind(self) -> None:
+        """Forget what was polled since the last commit: the next poll returns it again."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections; does not commit."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+
+def decode_event(value: bytes) -> RecordedEvent:
+    """A Kafka value back into an event, upcast like the database log's readers see it."""
+    event = event_from_bytes(value)
+    version, payload = upcast(event.type, event.schema_version, event.payload)
+    if version == event.schema_version:
+        return event
+    return replace(event, schema_version=version, payload=payload)
+
+
+class KafkaRecordReader(LogReader[T]):
+    """A consumer-group member of one topic; offsets are committed only on ``commit``."""
+
+    def __init__(self, bootstrap: str, topic: str, group_id: str,
+                 decode: Callable[[bytes], T], **consumer_config: Any) -> None:
+        self.decode = decode
+        self.consumer = make_consumer(bootstrap, group_id, **consumer_config)
+        self.consumer.subscribe([topic], listener=_ForgetRevoked(self))
+        self.first_pending: dict[TopicPartition, int] = {}  # first offset polled, uncommitted
+        self.next_offset: dict[TopicPartition, int] = {}  # what commit() will store
+
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[T]:
+        batches = self.consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+        out: list[T] = []
+        for tp, records in batches.items():
+            if not records:
+                continue
+            self.first_pending.setdefault(tp, records[0].offset)
+            self.next_offset[tp] = records[-1].offset + 1
+            out.extend(self.decode(r.value) for r in records)
+        return out
+
+    def commit(self) -> None:
+        if not self.next_offset:
+            return
+        offsets = {tp: OffsetAndMetadata(o, "", -1) for tp, o in self.next_offset.items()}
+        try:
+            self.consumer.commit(offsets)
+        except CommitFailedError as exc:
+            # The group rebalanced: another member now owns these partitions and will
+            # read from the previous commit. Redelivery is safe (idempotent consumers).
+            log.warning("offset commit lost to a rebalance: %s", exc)
+        self.forget(list(self.next_offset))
+
+    def rewind(self) -> None:
+        for tp, offset in self.first_pending.items():
+            self.consumer.seek(tp, offset)
+        self.forget(list(self.first_pending))
+
+    def forget(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.first_pending.pop(tp, None)
+            self.next_offset.pop(tp, None)
+
+    def close(self) -> None:
+        self.consumer.close(autocommit=False)
+
+
+class _ForgetRevoked(ConsumerRebalanceListener):
+    # A revoked partition's uncommitted records go to its next owner; committing them
+    # from here later would be refused anyway.
+    def __init__(self, reader: KafkaRecordReader[Any]) -> None:
+        self.reader = reader
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        self.reader.forget(list(revoked))
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        pass
+
+
+class KafkaLogReader(KafkaRecordReader[RecordedEvent]):
+    """The event topic (``settings.events_topic``) in consumer group ``group_id``."""
+
+    def __init__(self, bootstrap: str, topic: str, group_id: str, **consumer_config: Any) -> None:
+        super().__init__(bootstrap, topic, group_id, decode_event, **consumer_config)
+
+
+class DatabaseLogReader(LogReader[RecordedEvent]):
+    """Tails the events table by position; its checkpoint is the row ``reader:<name>``.
+
+    Positions are gapless and commit-ordered (see events/relay.py), so "after the last
+    position seen" never skips an event that commits late.
+    """
+
+    def __init__(self, engine: Engine, store: EventStore, name: str,
+                 poll_interval: float = 0.05) -> None:
+        self.store, self.poll_interval = store, poll_interval
+        self.checkpoints, self.name = Checkpoints(engine), f"reader:{name}"
+        self.committed = self.position = self.checkpoints.load(self.name)
+
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[RecordedEvent]:
+        deadline = time.monotonic() + timeout
+        while True:
+            events = self.store.read_all(self.position, max_records)
+            if events:
+                self.position = events[-1].position
+                return events
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            time.sleep(min(self.poll_interval, remaining))
+
+    def commit(self, conn: Connection | None = None) -> None:
+        """Also takes the transaction that writes the results: then it is exactly-once."""
+        if self.position == self.committed:
+            return
+        self.checkpoints.save(self.name, self.position, conn)
+        if conn is None:
+            # With a caller's transaction we cannot know it will commit; ``rewind`` then
+            # goes back to the older checkpoint, which only means redelivery.
+            self.committed = self.position
+
+    def rewind(self) -> None:
+        self.position = self.committed
+
+    def close(self) -> None:
+        pass
+
+
+def open_event_reader(container: Container, group: str) -> LogReader[RecordedEvent]:
+    """Kafka when ``HCP_KAFKA_BOOTSTRAP`` is set, the database log otherwise (embedded)."""
+    settings = container.settings
+    if settings.kafka_bootstrap:
+        return KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, group)
+    return DatabaseLogReader(container.engine, container.store, group)

@@ -1,0 +1,84 @@
+"""`hcp relay`: publish the outbox (the event log, and any other feed) to Kafka."""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import threading
+from types import FrameType
+
+import typer
+
+from events.checkpoints import Checkpoints
+from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
+from events.relay import EventsFeed, OutboxFeed, Progress, RelayLoop
+from hcp.bootstrap import Container, bootstrap
+
+# Other parts add their outbox here as "module:function(container) -> OutboxFeed"; a
+# module that does not exist yet is skipped (reward records publish to <prefix>.rewards).
+EXTRA_FEEDS = ("evaluators.outbox:rewards_feed",)
+
+
+def relay(
+    once: bool = typer.Option(False, "--once", help="Publish what is committed now, then exit"),
+    page_size: int = typer.Option(1000, help="Events read and published per round trip"),
+    partitions: int = typer.Option(3, help="Partitions of topics the relay has to create"),
+) -> None:
+    """Publish committed events to Kafka in position order, resuming from the checkpoint."""
+    container = bootstrap()
+    settings = container.settings
+    if not settings.kafka_bootstrap:
+        typer.echo("error: HCP_KAFKA_BOOTSTRAP is not set; in embedded mode consumers read "
+                   "the database log directly and there is nothing to relay", err=True)
+        raise typer.Exit(2)
+    feeds = build_feeds(container)
+    ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
+    publisher = KafkaPublisher(make_producer(settings.kafka_bootstrap))
+    loop = RelayLoop(feeds, publisher, Checkpoints(container.engine), page_size=page_size)
+    try:
+        if once:
+            for p in loop.drain():
+                _echo(p)
+        else:
+            stop = _stop_on_signals()
+            typer.echo(f"relaying {', '.join(f.topic for f in feeds)} "
+                       f"from {settings.kafka_bootstrap}")
+            loop.run(stop, on_progress=_echo)
+            typer.echo("stopped: last page acknowledged and checkpointed")
+    finally:
+        publisher.close()
+        container.close()
+
+
+def build_feeds(container: Container) -> list[OutboxFeed]:
+    feeds: list[OutboxFeed] = [EventsFeed(container.store, container.settings.events_topic)]
+    for spec in EXTRA_FEEDS:
+        module_name, function = spec.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        feeds.append(getattr(module, function)(container))
+    return feeds
+
+
+def _echo(p: Progress) -> None:
+    typer.echo(f"published {p.published} to {p.topic}, at position {p.position}", color=False)
+
+
+def _stop_on_signals() -> threading.Event:
+    # SIGTERM (and Ctrl-C) finish the page in flight, then exit: no half-checkpoint.
+    stop = threading.Event()
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(relay)

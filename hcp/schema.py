@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-TABLE_MODULES = ("events.tables", "hcp.apikeys", "contract.tables", "evaluators.tables")
+TABLE_MODULES = ("events.tables", "hcp.apikeys", "contract.tables", "evaluators.tables",
+                 "trainer.tables")
 
 
 def load_all_tables() -> None:

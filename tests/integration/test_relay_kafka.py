@@ -1,0 +1,193 @@
+"""The outbox relay: what reaches Kafka is the database log, per stream in order, even
+across a SIGKILL; a failed publish never moves the checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from events.checkpoints import Checkpoints
+from events.kafka_io import KafkaPublisher, PublishFailed, ensure_topics, make_producer
+from events.relay import EventsFeed, OutboxMessage, RelayLoop, TableFeed, checkpoint_name
+from events.store import SqlEventStore
+from events.tables import events as events_table
+from hcp.db import make_engine
+from tests.integration.conftest import append_many, first_occurrences, read_topic
+
+
+class MemoryPublisher:
+    def __init__(self, fail: bool = False) -> None:
+        self.sent: dict[str, list[OutboxMessage]] = {}
+        self.fail = fail
+
+    def publish(self, topic: str, messages: Sequence[OutboxMessage]) -> None:
+        if self.fail:
+            raise PublishFailed("broker unreachable")
+        self.sent.setdefault(topic, []).extend(messages)
+
+
+def relay_process(database_url: str, bootstrap: str, prefix: str, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "HCP_DATABASE_URL": database_url, "HCP_KAFKA_BOOTSTRAP": bootstrap,
+           "HCP_TOPIC_PREFIX": prefix}
+    return subprocess.Popen([sys.executable, "-m", "hcp.cli.main", "relay", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def assert_topic_holds_the_log(bootstrap: str, topic: str, store: SqlEventStore) -> None:
+    log = [e.to_json() for e in store.iter_all(raw=True)]
+    records = read_topic(bootstrap, topic, expect=len(log))
+    values = [json.loads(r.value) for r in records]
+    assert {v["event_id"] for v in values} == {e["event_id"] for e in log}, "an event is missing"
+    published = first_occurrences(values)
+    for stream, events in first_occurrences(log).items():
+        assert published[stream] == events, f"stream {stream} out of order or altered"
+    for record, value in zip(records, values, strict=True):
+        assert record.key == value["stream_id"].encode()
+        assert dict(record.headers) == {"type": value["type"].encode(),
+                                        "schema_version": str(value["schema_version"]).encode()}
+
+
+@pytest.mark.kafka
+def test_what_the_relay_publishes_equals_the_log(postgres_url: str, kafka_bootstrap: str,
+                                                 topic_prefix: str) -> None:
+    engine = make_engine(postgres_url)
+    store, topic = SqlEventStore(engine), f"{topic_prefix}.events"
+    append_many(store, streams=7, per_stream=30, batch=40)
+    ensure_topics(kafka_bootstrap, [topic])
+    publisher = KafkaPublisher(make_producer(kafka_bootstrap))
+    loop = RelayLoop([EventsFeed(store, topic)], publisher, Checkpoints(engine), page_size=64)
+
+    [progress] = loop.drain()
+
+    assert (progress.published, progress.position) == (210, 210)
+    assert Checkpoints(engine).load(checkpoint_name(topic)) == 210
+    assert_topic_holds_the_log(kafka_bootstrap, topic, store)
+    assert len(read_topic(kafka_bootstrap, topic)) == 210  # no crash, so no duplicates
+    publisher.close()
+    engine.dispose()
+
+
+@pytest.mark.kafka
+def test_sigkill_mid_stream_then_restart_loses_nothing(postgres_url: str, kafka_bootstrap: str,
+                                                       topic_prefix: str) -> None:
+    engine = make_engine(postgres_url)
+    store, checkpoints = SqlEventStore(engine), Checkpoints(engine)
+    name = checkpoint_name(f"{topic_prefix}.events")
+    append_many(store, streams=10, per_stream=100, batch=50)
+    writing = threading.Event()
+    writing.set()
+
+    def keep_writing() -> None:  # events keep committing while the relay dies and restarts
+        while writing.is_set():
+            append_many(store, streams=3, per_stream=5, batch=15)
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        relay = relay_process(postgres_url, kafka_bootstrap, topic_prefix, "--page-size", "50")
+        wait_for(lambda: checkpoints.load(name) >= 300)
+        relay.send_signal(signal.SIGKILL)
+        relay.wait(10)
+        killed_at = checkpoints.load(name)
+        assert killed_at < store.head(), "the relay was not mid-stream when killed"
+
+        relay = relay_process(postgres_url, kafka_bootstrap, topic_prefix, "--page-size", "50")
+        wait_for(lambda: checkpoints.load(name) > killed_at)
+    finally:
+        writing.clear()
+        writer.join()
+    wait_for(lambda: checkpoints.load(name) == store.head())
+    relay.terminate()
+    output, _ = relay.communicate(timeout=20)
+    assert relay.returncode == 0, output
+    assert "stopped" in output
+
+    assert_topic_holds_the_log(kafka_bootstrap, f"{topic_prefix}.events", store)
+    engine.dispose()
+
+
+@pytest.mark.kafka
+def test_relay_once_publishes_what_is_committed_and_exits(postgres_url: str, kafka_bootstrap: str,
+                                                          topic_prefix: str) -> None:
+    engine = make_engine(postgres_url)
+    store = SqlEventStore(engine)
+    append_many(store, streams=2, per_stream=5)
+
+    relay = relay_process(postgres_url, kafka_bootstrap, topic_prefix, "--once")
+    output, _ = relay.communicate(timeout=60)
+
+    assert relay.returncode == 0, output
+    assert f"published 10 to {topic_prefix}.events, at position 10" in output
+    assert_topic_holds_the_log(kafka_bootstrap, f"{topic_prefix}.events", store)
+    engine.dispose()
+
+
+def test_a_failed_publish_leaves_the_checkpoint_where_it_was(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    store = SqlEventStore(engine)
+    append_many(store, streams=1, per_stream=5)
+    failing = RelayLoop([EventsFeed(store, "t.events")], MemoryPublisher(fail=True),
+                        Checkpoints(engine))
+
+    with pytest.raises(PublishFailed):
+        failing.step()
+    assert Checkpoints(engine).load(checkpoint_name("t.events")) == 0
+
+    working = MemoryPublisher()
+    RelayLoop([EventsFeed(store, "t.events")], working, Checkpoints(engine)).drain()
+    assert [m.position for m in working.sent["t.events"]] == [1, 2, 3, 4, 5]
+    engine.dispose()
+
+
+def test_run_retries_after_a_failure_and_stops_when_asked(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    store = SqlEventStore(engine)
+    append_many(store, streams=1, per_stream=3)
+    publisher = MemoryPublisher(fail=True)
+    loop = RelayLoop([EventsFeed(store, "t.events")], publisher, Checkpoints(engine),
+                     idle_interval=0.01, max_backoff=0.05)
+    stop = threading.Event()
+    runner = threading.Thread(target=loop.run, args=(stop,))
+    runner.start()
+    time.sleep(0.2)
+    publisher.fail = False
+    wait_for(lambda: len(publisher.sent.get("t.events", [])) == 3, timeout=5)
+    append_many(store, streams=1, per_stream=2)  # a live tail picks up later commits
+    wait_for(lambda: len(publisher.sent["t.events"]) == 5, timeout=5)
+    stop.set()
+    runner.join(5)
+    assert not runner.is_alive()
+    engine.dispose()
+
+
+def test_each_feed_has_its_own_topic_and_checkpoint(engine: Engine) -> None:
+    store = SqlEventStore(engine)
+    append_many(store, streams=2, per_stream=3)
+    second = TableFeed(engine, events_table, "position", "t.audit",
+                       lambda row: OutboxMessage(row["position"], b"k", row["hash"].encode()))
+    publisher = MemoryPublisher()
+    loop = RelayLoop([EventsFeed(store, "t.events"), second], publisher, Checkpoints(engine),
+                     page_size=4)
+
+    progress = loop.drain()
+
+    assert [(p.topic, p.published, p.position) for p in progress] == [
+        ("t.events", 6, 6), ("t.audit", 6, 6)]
+    assert [m.value.decode() for m in publisher.sent["t.audit"]] == [
+        e.hash for e in store.read_all()]

@@ -1,0 +1,85 @@
+"""Ingest: the checks a batch passes before it reaches the store (no I/O)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy.engine import Connection
+
+from events.ingest import BatchRejected, ClientEvent, IngestLimits, ingest
+from events.model import NewEvent, RecordedEvent
+from events.store import Appended, EventStore
+
+LIMITS = IngestLimits(max_batch_events=3, max_payload_bytes=64)
+
+
+class RecordingStore(EventStore):
+    """Remembers what it was asked to append; stores nothing."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[NewEvent]] = []
+
+    def append(self, batch: Sequence[NewEvent], conn: Connection | None = None) -> list[Appended]:
+        self.batches.append(list(batch))
+        return []
+
+    def get(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        return None
+
+    def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+        return []
+
+    def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False) -> list[RecordedEvent]:
+        return []
+
+    def head(self) -> int:
+        return 0
+
+
+def turn(text: str = "hi", **kwargs: object) -> ClientEvent:
+    return ClientEvent(stream_id="s", type="turn.user", payload={"text": text}, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_valid_batch_reaches_the_store_whole_and_in_order() -> None:
+    store = RecordingStore()
+    event_id, cause = uuid.uuid4(), uuid.uuid4()
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    ingest(store, [turn("a", event_id=event_id, actor="u", occurred_at=when, causation_id=cause,
+                        expected_seq=0), turn("b")], LIMITS)
+
+    [batch] = store.batches
+    assert [e.payload["text"] for e in batch] == ["a", "b"]
+    first = batch[0]
+    assert (first.event_id, first.expected_seq) == (event_id, 0)
+    assert (first.metadata.actor, first.metadata.occurred_at, first.metadata.causation_id) == (
+        "u", when, cause)
+    assert isinstance(batch[1].event_id, uuid.UUID) and batch[1].event_id != event_id
+
+
+@pytest.mark.parametrize(("items", "field", "status"), [
+    ([], "events", 422),
+    ([turn()] * 4, "events", 413),
+    ([turn(), turn("x" * 100)], "events[1].payload", 413),
+    ([turn(), ClientEvent(stream_id="s", type="nope", payload={})], "events[1].type", 422),
+    ([ClientEvent(stream_id="s", type="turn.user", payload={})], "events[0].payload.text", 422),
+    ([turn(schema_version=7)], "events[0].schema_version", 422),
+    ([ClientEvent(stream_id="s", type="alias.moved", payload={})], "events[0].type", 422),
+])
+def test_a_bad_batch_is_refused_whole_naming_the_field(items: list[ClientEvent], field: str,
+                                                       status: int) -> None:
+    store = RecordingStore()
+    with pytest.raises(BatchRejected) as info:
+        ingest(store, items, LIMITS)
+    assert (info.value.field, info.value.status) == (field, status)
+    assert store.batches == []  # nothing of the batch was offered to the store
+
+
+def test_the_payload_limit_counts_canonical_utf8_bytes() -> None:
+    store = RecordingStore()
+    just_fits = "é" * ((64 - len('{"text":""}')) // 2)  # two bytes each
+    ingest(store, [turn(just_fits)], LIMITS)
+    with pytest.raises(BatchRejected):
+        ingest(store, [turn(just_fits + "é")], LIMITS)

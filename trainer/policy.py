@@ -1,0 +1,163 @@
+"""Trigger policies: when a specialist should get a successor, and why. Pure: no I/O.
+
+A policy is evaluated against a snapshot of the specialist (``SpecialistState``) and
+returns at most one ``FireDecision``. The decision names the dataset cut (the last
+eligible reward position it covers); together with the specialist and the parent it is
+the key that makes a firing exactly-once: evaluating the same state again, in another
+process or after a restart, yields the same key, and the registry refuses a second
+firing with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ROOT = "root"  # parent key of a version trained from a fresh LoRA
+
+
+class GatePolicy(BaseModel):
+    """How a successor is judged against its parent, and what happens when it passes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    margin: float = Field(0.0, description="Held-out margin the successor must gain over its parent")
+    tolerance: float = Field(0.0, ge=0, description="Largest allowed regression of any criterion")
+    auto_promote: bool = Field(False, description="Move `alias` to a successor that passes the gate")
+    alias: str = Field("production", min_length=1, max_length=100)
+
+
+class TriggerPolicy(BaseModel):
+    """When to train a specialist's successor (any enabled rule fires) and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = True
+    min_new_rewards: int | None = Field(
+        100, ge=1, description="Fire when this many new eligible rewards arrived since the parent"
+    )
+    reward_floor: float | None = Field(
+        None, description="Fire when the production adapter's mean reward falls below this"
+    )
+    reward_window: int = Field(50, ge=1, description="How many latest rewards the mean covers")
+    schedule_seconds: int | None = Field(
+        None, ge=1, description="Fire at most this often when any new eligible reward exists"
+    )
+    contract: str | None = Field(None, description="Use only rewards made under this contract")
+    dataset: Literal["all", "since_parent"] = Field(
+        "all", description="Train on every eligible reward, or only those after the parent's cut"
+    )
+    base_model: str | None = Field(None, description="Base model of root versions")
+    hyper: dict[str, Any] = Field(default_factory=dict, description="HyperParams overrides")
+    gate: GatePolicy = Field(default_factory=GatePolicy)
+
+
+@dataclass(frozen=True)
+class SpecialistState:
+    """What the policy looks at; gathered by the registry in one read."""
+
+    specialist: str
+    parent_adapter_id: str | None  # what the next run trains from (the production adapter)
+    parent_cut: int  # last reward position in the parent's dataset; 0 for a root
+    eligible_head: int  # last eligible reward position of this specialist (0: none)
+    new_eligible: int  # eligible rewards after parent_cut
+    production_mean: float | None  # mean score of the last reward_window rewards it served
+    production_count: int
+    last_fired_at: datetime | None  # latest automatic firing of this specialist
+    now: datetime
+
+    @property
+    def parent_key(self) -> str:
+        return self.parent_adapter_id or ROOT
+
+
+@dataclass(frozen=True)
+class FireDecision:
+    policy: str  # count | drift | schedule | manual
+    reason: str
+    dataset_cut: int  # last reward position included
+    cut_from: int  # rewards after this position are included
+
+
+def decide(policy: TriggerPolicy, state: SpecialistState) -> FireDecision | None:
+    """The first rule that fires (count, then drift, then schedule), or None.
+
+    No rule fires without at least one new eligible reward since the parent's cut: the
+    same data on the same parent is the same work, already done.
+    """
+    if not policy.enabled or state.new_eligible < 1:
+        return None
+    parent = state.parent_adapter_id or "a fresh root"
+    if policy.min_new_rewards is not None and state.new_eligible >= policy.min_new_rewards:
+        return _fire(policy, state, "count", f"{state.new_eligible} new eligible rewards since "
+                     f"{parent} was trained (threshold {policy.min_new_rewards})")
+    if (policy.reward_floor is not None and state.production_mean is not None
+            and state.production_count >= policy.reward_window
+            and state.production_mean < policy.reward_floor):
+        return _fire(policy, state, "drift", f"mean reward of {parent} over its last "
+                     f"{state.production_count} rewards is {state.production_mean:.4f}, "
+                     f"below {policy.reward_floor}")
+    if policy.schedule_seconds is not None and _due(policy.schedule_seconds, state):
+        return _fire(policy, state, "schedule", f"scheduled every {policy.schedule_seconds}s; "
+                     f"{state.new_eligible} new eligible rewards since {parent}")
+    return None
+
+
+def manual(policy: TriggerPolicy, state: SpecialistState, reason: str) -> FireDecision:
+    """A firing asked for by a person; it still needs some eligible reward to learn from."""
+    if state.eligible_head < 1:
+        raise NothingToTrain(f"specialist '{state.specialist}' has no eligible rewards yet")
+    return _fire(policy, state, "manual", reason or "manual trigger")
+
+
+class NothingToTrain(ValueError):
+    pass
+
+
+def _due(every: int, state: SpecialistState) -> bool:
+    if state.last_fired_at is None:
+        return True
+    return (state.now - state.last_fired_at).total_seconds() >= every
+
+
+def _fire(policy: TriggerPolicy, state: SpecialistState, name: str, reason: str) -> FireDecision:
+    cut_from = state.parent_cut if policy.dataset == "since_parent" else 0
+    return FireDecision(policy=name, reason=reason, dataset_cut=state.eligible_head,
+                        cut_from=cut_from)
+
+
+# Keys of a contract's [training] section (per specialist: [training.<specialist>]) that
+# map onto TriggerPolicy fields; anything else in the section is the contract's own.
+CONTRACT_KEYS = {
+    "min_new_rewards": "min_new_rewards", "reward_floor": "reward_floor",
+    "reward_window": "reward_window", "schedule_seconds": "schedule_seconds",
+    "dataset": "dataset", "base_model": "base_model", "hyper": "hyper",
+    "enabled": "enabled", "gate": "gate", "auto_promote": "auto_promote",
+    "promotion_margin": "margin", "regression_tolerance": "tolerance",
+}
+
+
+def policy_from_training_section(
+    section: Mapping[str, Any], specialist: str, contract: str | None = None
+) -> TriggerPolicy:
+    """A policy from a contract's [training] table, with [training.<specialist>] overriding.
+
+    Flat gate keys (``auto_promote``, ``promotion_margin``, ``regression_tolerance``) are
+    accepted as well as a nested ``gate`` table. Raises pydantic's ValidationError.
+    """
+    merged: dict[str, Any] = {k: v for k, v in section.items() if not isinstance(v, Mapping)
+                              or k in ("hyper", "gate")}
+    override = section.get(specialist)
+    if isinstance(override, Mapping):
+        merged.update(override)
+    fields: dict[str, Any] = {"contract": contract}
+    gate: dict[str, Any] = dict(merged.get("gate") or {})
+    for key, value in merged.items():
+        target = CONTRACT_KEYS.get(key)
+        if target in ("auto_promote", "margin", "tolerance"):
+            gate[target] = value
+        elif target is not None and target != "gate":
+            fields[target] = value
+    return TriggerPolicy(**fields, gate=GatePolicy(**gate))

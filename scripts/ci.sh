@@ -37,6 +37,8 @@ bash scripts/services.sh up
 # services.sh is the single source of the HCP_TEST_* values the tests read.
 eval "$(bash scripts/services.sh env)"
 export HCP_TEST_POSTGRES_URL HCP_TEST_KAFKA_BOOTSTRAP HCP_TEST_REDIS_URL
+# In CI a missing service is a failure, never a silent skip.
+export HCP_TEST_REQUIRE_SERVICES=1
 
 # ------------------------------------------------------------------ checks
 # All three checks run even if an earlier one fails, so one CI run reports every

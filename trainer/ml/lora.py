@@ -1,0 +1,231 @@
+"""Training a LoRA successor adapter from its parent (or a fresh root) on a frozen base.
+
+The objective is reward-weighted SFT, defined in ``trainer.ml.data``. On CPU a run is
+bit-for-bit reproducible: fp32, a seeded LoRA initialisation, a seeded batch order, no
+dropout and ``torch.use_deterministic_algorithms`` for the duration of the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainer.ml.data import TrainingExample, encode_examples, examples_sha256, select_weighted
+from trainer.ml.digest import weights_sha256
+from trainer.ml.load import load_base_model, load_tokenizer, resolve_device
+from trainer.ml.objective import batch_schedule, weighted_nll
+
+OnStep = Callable[[int, int, float], None]  # (step starting at 1, total steps, loss)
+TRAINING_INFO_FILE = "hcp_training.json"
+
+
+@dataclass(frozen=True)
+class HyperParams:
+    rank: int = 8
+    alpha: int = 16
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    learning_rate: float = 1e-3
+    steps: int = 20
+    batch_size: int = 4
+    seed: int = 0
+    max_len: int = 256
+    min_reward: float = 0.0
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.rank < 1 or self.alpha <= 0 or self.batch_size < 1 or self.max_len < 2:
+            raise ValueError("rank, alpha and batch_size must be positive and max_len >= 2")
+        if self.steps < 0 or self.learning_rate <= 0 or not self.target_modules:
+            raise ValueError("steps >= 0, learning_rate > 0 and target_modules are required")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    adapter_dir: Path
+    steps: int
+    tokens_seen: int  # input tokens (prompt + response) through the forward pass
+    tokens_per_s: float  # tokens_seen / train_seconds
+    train_seconds: float  # the optimisation loop only: no loading or saving
+    loss_first: float
+    loss_last: float
+    loss_min: float
+    loss_mean: float
+    examples_used: int
+    examples_dropped: int
+    device: str
+    losses: tuple[float, ...] = field(repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready figures for a training-run event (the full curve left out)."""
+        out = asdict(self)
+        out["adapter_dir"] = str(self.adapter_dir)
+        del out["losses"]
+        return out
+
+
+@contextlib.contextmanager
+def _reproducible(seed: int, device: torch.device) -> Iterator[None]:
+    """Seed torch and, on CPU, demand deterministic kernels; restore both on exit."""
+    devices = [device.index or 0] if device.type == "cuda" else []
+    was_deterministic = torch.are_deterministic_algorithms_enabled()
+    was_filling = torch.utils.deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        # CUDA would also need CUBLAS_WORKSPACE_CONFIG; GPU runs are reproducible only
+        # up to kernel non-determinism, which the gate tolerates.
+        torch.use_deterministic_algorithms(device.type == "cpu")
+        # Deterministic mode also NaN-fills every new tensor, a guard against reading
+        # uninitialised memory that costs throughput and that no op here needs.
+        torch.utils.deterministic.fill_uninitialized_memory = False  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(was_deterministic)
+            torch.utils.deterministic.fill_uninitialized_memory = was_filling  # type: ignore[attr-defined]
+
+
+def prepare_trainable_model(
+    base_dir: str | Path, parent_adapter_dir: str | Path | None, hyper: HyperParams,
+    device: torch.device,
+) -> Any:
+    """The base with a trainable LoRA: the parent's weights, or a fresh seeded one.
+
+    A successor inherits its parent's LoRA shape (rank, alpha, target modules); the
+    corresponding fields of ``hyper`` apply to roots only. Call inside ``_reproducible``.
+    """
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    base = load_base_model(base_dir, device)
+    if parent_adapter_dir is not None:
+        return PeftModel.from_pretrained(base, str(parent_adapter_dir), is_trainable=True)
+    config = LoraConfig(
+        r=hyper.rank,
+        lora_alpha=hyper.alpha,
+        target_modules=list(hyper.target_modules),
+        lora_dropout=0.0,  # dropout would need its own RNG stream and breaks reproducibility
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(base, config)
+
+
+def _save_adapter(model: Any, out_dir: Path, info: dict[str, Any]) -> None:
+    # The config records the base by weight hash, not by a path on this machine, so the
+    # adapter files (and their artifact hash) do not depend on where the base was stored.
+    for cfg in model.peft_config.values():
+        cfg.base_model_name_or_path = f"sha256:{info['base_weights_sha256']}"
+    # save_embedding_layers=False: "auto" would look the base up on the Hub.
+    model.save_pretrained(str(out_dir), save_embedding_layers=False)
+    (out_dir / "README.md").unlink(missing_ok=True)  # peft's model card: boilerplate
+    _sort_config_sets(out_dir / "adapter_config.json")
+    (out_dir / TRAINING_INFO_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+
+
+def _sort_config_sets(path: Path) -> None:
+    # peft keeps target_modules as a set and writes it in hash order, which changes with
+    # PYTHONHASHSEED: sorted, the same run gives the same bytes in every process.
+    config = json.loads(path.read_text())
+    for key in ("target_modules", "exclude_modules"):
+        if isinstance(config.get(key), list):
+            config[key] = sorted(config[key])
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def _loss_summary(losses: Sequence[float]) -> dict[str, float]:
+    if not losses:
+        return {"loss_first": math.nan, "loss_last": math.nan, "loss_min": math.nan,
+                "loss_mean": math.nan}
+    return {"loss_first": losses[0], "loss_last": losses[-1], "loss_min": min(losses),
+            "loss_mean": sum(losses) / len(losses)}
+
+
+def train_successor(
+    base_model_dir: str | Path,
+    parent_adapter_dir: str | Path | None,
+    examples: Sequence[TrainingExample],
+    hyper: HyperParams,
+    out_dir: str | Path,
+    device: str | torch.device | None = None,
+    on_step: OnStep | None = None,
+) -> TrainResult:
+    """Train a successor adapter and save it (PEFT format) into ``out_dir``.
+
+    With ``parent_adapter_dir`` None a fresh seeded LoRA is trained (a root version);
+    otherwise training starts from the parent's adapter weights. ``out_dir`` must be
+    absent or empty. Besides the PEFT files it gets ``hcp_training.json`` (hyper-parameters,
+    base weight hash, example-set hash), which is deterministic too.
+
+    Raises:
+        ValueError: no example passes ``min_reward``, or ``out_dir`` is not empty.
+    """
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"out_dir {out} is not empty")
+    selected = select_weighted(examples, hyper.min_reward)
+    if not selected:
+        raise ValueError(f"no example has reward >= min_reward ({hyper.min_reward})")
+    dev = resolve_device(device)
+    tokenizer = load_tokenizer(base_model_dir)
+    data = encode_examples(
+        tokenizer, [ex for ex, _ in selected], hyper.max_len, [w for _, w in selected]
+    )
+    with _reproducible(hyper.seed, dev):
+        model = prepare_trainable_model(base_model_dir, parent_adapter_dir, hyper, dev)
+        losses, tokens, seconds = _optimise(model, data, hyper, dev, on_step)
+    out.mkdir(parents=True, exist_ok=True)
+    _save_adapter(model, out, {
+        "objective": "reward_weighted_sft",
+        "hyper": asdict(hyper),
+        "base_weights_sha256": weights_sha256(base_model_dir),
+        "examples_sha256": examples_sha256(examples),
+        "examples_used": len(selected),
+    })
+    return TrainResult(
+        adapter_dir=out, steps=hyper.steps, tokens_seen=tokens,
+        tokens_per_s=tokens / seconds if seconds > 0 else 0.0, train_seconds=seconds,
+        examples_used=len(selected), examples_dropped=len(examples) - len(selected),
+        device=str(dev), losses=tuple(losses), **_loss_summary(losses),
+    )
+
+
+def _optimise(
+    model: Any, data: Any, hyper: HyperParams, device: torch.device, on_step: OnStep | None
+) -> tuple[list[float], int, float]:
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        params, lr=hyper.learning_rate, weight_decay=hyper.weight_decay,
+        foreach=device.type == "cuda",
+    )
+    schedule = batch_schedule(len(data), hyper.batch_size, hyper.steps, hyper.seed)
+    batches = [data.select(idx) for idx in schedule]
+    tokens = sum(int(b.attention_mask.sum()) for b in batches)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    step_losses: list[torch.Tensor] = []
+    model.train()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    started = time.perf_counter()
+    for step, cpu_batch in enumerate(batches, start=1):
+        batch = cpu_batch.to(device)
+        with autocast:
+            logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        loss = weighted_nll(logits, batch.labels, batch.weights)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step_losses.append(loss.detach())
+        if on_step is not None:  # .item() waits for the GPU, so only when someone listens
+            on_step(step, hyper.steps, float(loss.item()))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - started
+    model.eval()
+    losses = torch.stack(step_losses).float().tolist() if step_losses else []
+    return losses, tokens, seconds

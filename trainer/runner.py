@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainer import datasets
 from trainer.aliases import move_in
-from trainer.manifest import HELD_OUT, TRAIN, Manifest, ManifestExample
+from trainer.manifest import HELD_OUT, TRAIN, ManifestExample
 from trainer.ml.digest import weights_sha256
 from trainer.model import CANDIDATE, PROMOTED, REJECTED, AdapterVersion, Invalid, TrainingRun
 from trainer.registry import register_in
@@ -138,7 +138,8 @@ def _train_and_register(parts: TrainerParts, run: TrainingRun, worker: str, leas
                     "examples_sha256": manifest.examples_sha256, **manifest.split},
         "artifact_size": ref.size,
     })
-    return _register(parts, run, worker, manifest, metrics, ref.sha256, ref.uri, status)
+    return register_result(parts, run, worker, list(manifest.contract_versions), metrics,
+                           ref.sha256, ref.uri, status)
 
 
 def _parent(parts: TrainerParts, run: TrainingRun) -> tuple[Path | None, str | None]:
@@ -171,15 +172,17 @@ def _gate(base_dir: str, successor_dir: Path, parent_dir: Path | None,
             "held_out": len(held_out)}
 
 
-def _register(parts: TrainerParts, run: TrainingRun, worker: str, manifest: Manifest,
-              metrics: dict[str, Any], sha: str, uri: str, status: str) -> AdapterVersion:
+def register_result(parts: TrainerParts, run: TrainingRun, worker: str,
+                    contracts: list[dict[str, Any]], metrics: dict[str, Any], sha: str, uri: str,
+                    status: str) -> AdapterVersion:
+    """The run's final transaction: all of it (version, contract links, run succeeded,
+    events, the alias move of an auto-promotion) or, if ``worker`` lost the lease, none."""
     with parts.engine.begin() as conn:
         lock_registry(conn)
         current = parts.runs.reload_in(conn, run.run_id)
         if current.status != "running" or current.lease_owner != worker:
             raise LeaseLost(f"run {run.run_id} is {current.status} under {current.lease_owner}")
-        adapter = register_in(conn, parts.store, run, list(manifest.contract_versions), metrics,
-                              sha, uri, status, worker)
+        adapter = register_in(conn, parts.store, run, contracts, metrics, sha, uri, status, worker)
         parts.runs.succeed_in(conn, run.run_id, worker, adapter.adapter_id, {
             "status": status, "artifact_sha256": sha, "gate_reason": metrics["gate"]["reason"],
         })

@@ -77,6 +77,11 @@ def default_dispatcher(settings: Settings, parts: Any) -> Dispatcher:
     return InProcessDispatcher(parts)
 
 
+def install_parts(container: Container, parts: TrainerParts) -> None:
+    """Use ``parts`` for this container (tests: a recording dispatcher)."""
+    setattr(container, _ATTR, parts)
+
+
 def trainer_parts(container: Container) -> TrainerParts:
     """The container's trainer parts, built on first use and kept on the container.
 

@@ -1,0 +1,202 @@
+"""Routes of the adapter registry: base models, specialists, adapter versions, aliases.
+
+``router`` also carries the training routes (``api.routes.training``), so the registry
+and training API are mounted as one entry of ``api.routes.ROUTERS``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from api.deps import ContainerDep, RegistryRead, RegistryWrite
+from api.routes import training
+from api.routes.training import mapped
+from trainer.model import PROMOTED, REJECTED
+from trainer.service import trainer_parts
+
+router = APIRouter(prefix="/v1", tags=["registry"])
+
+
+class BaseModelIn(BaseModel):
+    name: str = Field(min_length=1, max_length=100)
+    path: str = Field(description="A model directory on the server's disk")
+
+
+class SpecialistIn(BaseModel):
+    name: str = Field(min_length=1, max_length=100)
+    description: str = ""
+
+
+class AliasMoveIn(BaseModel):
+    adapter_id: str | None = Field(description="Target version; null unsets the alias")
+    reason: str = Field(min_length=1, description="Why: recorded in the alias.moved event")
+    expected_current: str | None = Field(
+        None, description="Refuse (409) unless the alias points here now; send null for 'unset'"
+    )
+
+
+class ReasonIn(BaseModel):
+    reason: str = Field(min_length=1)
+
+
+class PromoteIn(ReasonIn):
+    alias: str | None = Field("production", description="Alias to move to the version; null: none")
+
+
+@router.get("/base-models")
+@mapped
+def list_base_models(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
+    """Every registered base model."""
+    return [b.to_json() for b in trainer_parts(container).registry.base_models()]
+
+
+@router.post("/base-models", status_code=201)
+@mapped
+def register_base_model(body: BaseModelIn, container: ContainerDep,
+                        principal: RegistryWrite) -> dict[str, Any]:
+    """Register a local model directory by the sha256 of its weight files."""
+    registry = trainer_parts(container).registry
+    return registry.register_base_model(body.name, body.path, principal.actor).to_json()
+
+
+@router.get("/base-models/{name}")
+@mapped
+def get_base_model(name: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+    """One base model: path, weight hash and config."""
+    return trainer_parts(container).registry.base_model(name).to_json()
+
+
+@router.get("/specialists")
+@mapped
+def list_specialists(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
+    """The Mixture-of-LoRA slots, with the adapters their aliases point to now."""
+    parts = trainer_parts(container)
+    return [{**s.to_json(), "aliases": {a: m.adapter_id for a, m in parts.aliases.current(s.name).items()}}
+            for s in parts.registry.specialists()]
+
+
+@router.post("/specialists", status_code=201)
+@mapped
+def create_specialist(body: SpecialistIn, container: ContainerDep,
+                      principal: RegistryWrite) -> dict[str, Any]:
+    """Add a specialist slot."""
+    registry = trainer_parts(container).registry
+    return registry.create_specialist(body.name, body.description, principal.actor).to_json()
+
+
+@router.get("/specialists/{name}/adapters")
+@mapped
+def specialist_adapters(name: str, container: ContainerDep, _: RegistryRead,
+                        limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+    """The specialist's adapter versions, newest first."""
+    parts = trainer_parts(container)
+    parts.registry.specialist(name)
+    return [a.to_json() for a in parts.registry.adapters(name, limit)]
+
+
+@router.get("/specialists/{name}/aliases")
+@mapped
+def current_aliases(name: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+    """Every alias of the specialist and the move that set it."""
+    return {a: m.to_json() for a, m in trainer_parts(container).aliases.current(name).items()}
+
+
+@router.get("/specialists/{name}/aliases/{alias}")
+@mapped
+def alias_at(name: str, alias: str, container: ContainerDep, _: RegistryRead,
+             at: datetime | None = None) -> dict[str, Any]:
+    """Where the alias points now, or at time ``at`` (ISO 8601); 404 if it pointed nowhere."""
+    move = trainer_parts(container).aliases.at(name, alias, at)
+    if move is None or move.adapter_id is None:
+        when = f"at {at.isoformat()}" if at else "now"
+        raise HTTPException(404, f"alias '{alias}' of '{name}' pointed nowhere {when}")
+    return {"specialist": name, "alias": alias, "adapter_id": move.adapter_id,
+            "at": at.isoformat() if at else None, "move": move.to_json()}
+
+
+@router.get("/specialists/{name}/aliases/{alias}/history")
+@mapped
+def alias_history(name: str, alias: str, container: ContainerDep, _: RegistryRead,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+    """The alias's moves, newest first: who, when, from what, to what, and why."""
+    return [m.to_json() for m in trainer_parts(container).aliases.history(name, alias, limit)]
+
+
+@router.put("/specialists/{name}/aliases/{alias}")
+@mapped
+def move_alias(name: str, alias: str, body: AliasMoveIn, container: ContainerDep,
+               principal: RegistryWrite) -> dict[str, Any]:
+    """Point the alias at a version (an alias.moved event)."""
+    aliases = trainer_parts(container).aliases
+    if "expected_current" in body.model_fields_set:
+        move = aliases.move(name, alias, body.adapter_id, principal.actor, body.reason,
+                            body.expected_current)
+    else:
+        move = aliases.move(name, alias, body.adapter_id, principal.actor, body.reason)
+    return move.to_json()
+
+
+@router.post("/specialists/{name}/aliases/{alias}/rollback")
+@mapped
+def rollback_alias(name: str, alias: str, body: ReasonIn, container: ContainerDep,
+                   principal: RegistryWrite) -> dict[str, Any]:
+    """Move the alias back to the version its latest move replaced."""
+    return trainer_parts(container).aliases.rollback(name, alias, principal.actor, body.reason).to_json()
+
+
+@router.get("/specialists/{name}/resolve")
+@mapped
+def resolve(name: str, container: ContainerDep, _: RegistryRead,
+            alias: str = "production") -> dict[str, Any]:
+    """What a server loads for the alias: version, artifact location and sha256, base model."""
+    return trainer_parts(container).resolve(name, alias)
+
+
+@router.get("/adapters")
+@mapped
+def list_adapters(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+    """Adapter versions, by specialist, newest first."""
+    return [a.to_json() for a in trainer_parts(container).registry.adapters(specialist, limit)]
+
+
+@router.get("/adapters/{adapter_id}")
+@mapped
+def get_adapter(adapter_id: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+    """One adapter version with every lineage field, its metrics and effective status."""
+    return trainer_parts(container).registry.adapter(adapter_id).to_json()
+
+
+@router.get("/adapters/{adapter_id}/lineage")
+@mapped
+def lineage(adapter_id: str, container: ContainerDep, _: RegistryRead,
+            deep: bool = False) -> dict[str, Any]:
+    """The chain back to the root, each link re-verified (``deep``: rebuild data, hash base)."""
+    chain = trainer_parts(container).lineage.chain(adapter_id, deep)
+    return {"adapter_id": adapter_id, "verified": all(link["verified"] for link in chain),
+            "chain": chain}
+
+
+@router.post("/adapters/{adapter_id}/promote")
+@mapped
+def promote(adapter_id: str, body: PromoteIn, container: ContainerDep,
+            principal: RegistryWrite) -> dict[str, Any]:
+    """Promote a version by hand (whatever its gate said) and move ``alias`` to it."""
+    registry = trainer_parts(container).registry
+    return registry.set_status(adapter_id, PROMOTED, principal.actor, body.reason, body.alias).to_json()
+
+
+@router.post("/adapters/{adapter_id}/reject")
+@mapped
+def reject(adapter_id: str, body: ReasonIn, container: ContainerDep,
+           principal: RegistryWrite) -> dict[str, Any]:
+    """Mark a version rejected (aliases are not moved: roll them back explicitly)."""
+    registry = trainer_parts(container).registry
+    return registry.set_status(adapter_id, REJECTED, principal.actor, body.reason).to_json()
+
+
+router.include_router(training.router)

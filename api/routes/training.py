@@ -1,0 +1,150 @@
+"""Routes of training: runs and their progress, trigger policies, firings, manual triggers.
+
+Mounted through ``api.routes.registry.router`` (under /v1), which imports ``mapped`` from
+here: the registry's errors as HTTP statuses, for both modules.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, HTTPException, Query, Response
+from pydantic import BaseModel, Field
+
+from api.deps import ContainerDep, RegistryRead, TrainWrite
+from trainer.model import Conflict, Invalid, NotFound
+from trainer.policy import TriggerPolicy
+from trainer.service import trainer_parts
+
+# No prefix: api.routes.registry includes this router under its /v1 prefix.
+router = APIRouter(tags=["training"])
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def mapped(func: F) -> F:
+    """Turn the registry's errors into HTTP statuses (404, 409, 422)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        except Conflict as exc:
+            raise HTTPException(409, str(exc)) from None
+        except Invalid as exc:
+            raise HTTPException(422, str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class FireIn(BaseModel):
+    parent: str | None = Field(
+        None, description="Parent adapter id, 'root' for a fresh LoRA; default: the production one"
+    )
+    base_model: str | None = Field(None, description="Base model of a root version")
+    reason: str = Field("", description="Recorded in the trigger.fired event")
+
+
+class StartIn(FireIn):
+    specialist: str
+
+
+class RetryIn(BaseModel):
+    reason: str = "retry"
+
+
+def _fire(container: Any, specialist: str, body: FireIn, actor: str, response: Response) -> dict[str, Any]:
+    parts = trainer_parts(container)
+    firing = parts.triggers.fire_manual(specialist, actor, body.reason or f"manual trigger by {actor}",
+                                        body.parent, body.base_model)
+    if not firing.created:
+        response.status_code = 200
+    return {"firing": firing.to_json(), "run": parts.runs.get(firing.run_id).to_json()}
+
+
+@router.get("/training-runs")
+@mapped
+def list_runs(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
+              status: str | None = None,
+              limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
+    """Training runs, newest first, with status, step/total and last loss."""
+    return [r.to_json() for r in trainer_parts(container).runs.recent(specialist, status, limit)]
+
+
+@router.post("/training-runs", status_code=201)
+@mapped
+def start_run(body: StartIn, container: ContainerDep, principal: TrainWrite,
+              response: Response) -> dict[str, Any]:
+    """Manual trigger: 201 with a new run, 200 with the run that already does this work."""
+    return _fire(container, body.specialist, body, principal.actor, response)
+
+
+@router.get("/training-runs/{run_id}")
+@mapped
+def get_run(run_id: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+    """One run: queued, running (step, total_steps, last_loss), succeeded or failed (error)."""
+    return trainer_parts(container).runs.get(run_id).to_json()
+
+
+@router.post("/training-runs/{run_id}/retry")
+@mapped
+def retry_run(run_id: str, body: RetryIn, container: ContainerDep,
+              principal: TrainWrite) -> dict[str, Any]:
+    """Queue a failed run again (the same run: the same work key, manifest and parent)."""
+    parts = trainer_parts(container)
+    run = parts.runs.requeue(run_id, principal.actor, body.reason)
+    parts.triggers.dispatcher.dispatch(run_id)
+    return run.to_json()
+
+
+@router.get("/triggers")
+@mapped
+def list_policies(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
+    """Each specialist's effective trigger policy and where it comes from."""
+    parts = trainer_parts(container)
+    return [parts.policies.effective(s.name).to_json() for s in parts.registry.specialists()]
+
+
+@router.post("/triggers/evaluate")
+@mapped
+def evaluate(container: ContainerDep, principal: TrainWrite) -> list[dict[str, Any]]:
+    """Evaluate every policy once; what fired is queued (exactly once per work key)."""
+    return [e.to_json() for e in trainer_parts(container).triggers.evaluate(principal.actor)]
+
+
+@router.get("/triggers/firings")
+@mapped
+def firings(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
+            limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
+    """Trigger firings, newest first: policy, reason, parent, dataset cut and run."""
+    return [f.to_json() for f in trainer_parts(container).triggers.firings(specialist, limit)]
+
+
+@router.get("/triggers/{specialist}")
+@mapped
+def get_policy(specialist: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+    """The effective policy and the state it is evaluated against right now."""
+    parts = trainer_parts(container)
+    state = parts.triggers.state(specialist)
+    return {**parts.policies.effective(specialist).to_json(),
+            "state": {**state.__dict__, "now": state.now.isoformat(),
+                      "last_fired_at": state.last_fired_at.isoformat() if state.last_fired_at else None}}
+
+
+@router.put("/triggers/{specialist}")
+@mapped
+def configure(specialist: str, body: TriggerPolicy, container: ContainerDep,
+              principal: TrainWrite) -> dict[str, Any]:
+    """Set the specialist's trigger policy (overrides the contract's [training] section)."""
+    return trainer_parts(container).policies.configure(specialist, body, principal.actor).to_json()
+
+
+@router.post("/triggers/{specialist}/fire", status_code=201)
+@mapped
+def fire(specialist: str, body: FireIn, container: ContainerDep, principal: TrainWrite,
+         response: Response) -> dict[str, Any]:
+    """Manual trigger (same as POST /v1/training-runs)."""
+    return _fire(container, specialist, body, principal.actor, response)

@@ -9,9 +9,11 @@ response tokens of the next-token negative log-likelihood::
 
     L = sum_i a_i * sum_{t in response_i} -log p(y_t | y_<t)  /  sum_i a_i * |response_i|
 
-Prompt and padding tokens carry no loss. Examples are put in a canonical order (by
-subject, prompt, response, reward, weight) so the result does not depend on the order a
-database query happened to return them in.
+Prompt and padding tokens carry no loss. ``HyperParams.objective = "dpo"`` trains on
+preference pairs instead (see ``preference_pairs`` and ``trainer.ml.preference``).
+
+Examples are put in a canonical order (by subject, prompt, response, reward, weight) so
+the result does not depend on the order a database query happened to return them in.
 """
 
 from __future__ import annotations
@@ -66,6 +68,31 @@ def select_weighted(
     """The examples that take part in training, in canonical order, with their weights."""
     weighted = ((ex, example_weight(ex, min_reward)) for ex in canonical_order(examples))
     return [(ex, w) for ex, w in weighted if w > 0.0]
+
+
+def preference_pairs(
+    examples: Iterable[TrainingExample], min_reward: float
+) -> list[tuple[TrainingExample, TrainingExample, float]]:
+    """(chosen, rejected, pair weight) for the preference objective, in canonical order.
+
+    A pair is two responses to the same prompt with ``r_chosen > r_rejected`` where the
+    chosen one passes ``min_reward`` (a pair never pulls towards a merely "less bad"
+    response); its weight is ``(r_chosen - r_rejected) * weight_chosen * weight_rejected``.
+    """
+    by_prompt: dict[str, list[TrainingExample]] = {}
+    for ex in canonical_order(examples):
+        by_prompt.setdefault(ex.prompt, []).append(ex)
+    pairs = []
+    for prompt in sorted(by_prompt):
+        group = by_prompt[prompt]
+        for chosen in group:
+            if chosen.reward < min_reward:
+                continue
+            for rejected in group:
+                weight = (chosen.reward - rejected.reward) * chosen.weight * rejected.weight
+                if chosen.reward > rejected.reward and weight > 0:
+                    pairs.append((chosen, rejected, weight))
+    return pairs
 
 
 @dataclass(frozen=True)

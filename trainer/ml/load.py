@@ -27,6 +27,10 @@ def base_dtype(device: torch.device) -> torch.dtype:
     return torch.bfloat16 if device.type == "cuda" else torch.float32
 
 
+def autocast_for(device: torch.device) -> torch.autocast:
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
 def load_tokenizer(base_dir: str | Path) -> Any:
     from transformers import AutoTokenizer
 

@@ -1,6 +1,7 @@
 """Training a LoRA successor adapter from its parent (or a fresh root) on a frozen base.
 
-The objective is reward-weighted SFT, defined in ``trainer.ml.data``. On CPU a run is
+The objective is reward-weighted SFT, defined in ``trainer.ml.data``, or with
+``objective="dpo"`` the preference loss of ``trainer.ml.preference``. On CPU a run is
 bit-for-bit reproducible: fp32, a seeded LoRA initialisation, a seeded batch order, no
 dropout and ``torch.use_deterministic_algorithms`` for the duration of the run.
 """
@@ -18,13 +19,21 @@ from typing import Any
 
 import torch
 
-from trainer.ml.data import TrainingExample, encode_examples, examples_sha256, select_weighted
+from trainer.ml.data import (
+    EncodedExamples,
+    TrainingExample,
+    encode_examples,
+    examples_sha256,
+    select_weighted,
+)
 from trainer.ml.digest import weights_sha256
-from trainer.ml.load import load_base_model, load_tokenizer, resolve_device
+from trainer.ml.load import autocast_for, load_base_model, load_tokenizer, resolve_device
 from trainer.ml.objective import batch_schedule, weighted_nll
+from trainer.ml.preference import dpo_batches, dpo_step_loss
 
 OnStep = Callable[[int, int, float], None]  # (step starting at 1, total steps, loss)
 TRAINING_INFO_FILE = "hcp_training.json"
+OBJECTIVES = ("sft", "dpo")
 
 
 @dataclass(frozen=True)
@@ -39,8 +48,12 @@ class HyperParams:
     max_len: int = 256
     min_reward: float = 0.0
     weight_decay: float = 0.0
+    objective: str = "sft"  # "sft": reward-weighted SFT; "dpo": preference pairs
+    dpo_beta: float = 0.1
 
     def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES or self.dpo_beta <= 0:
+            raise ValueError(f"objective must be one of {OBJECTIVES} and dpo_beta > 0")
         if self.rank < 1 or self.alpha <= 0 or self.batch_size < 1 or self.max_len < 2:
             raise ValueError("rank, alpha and batch_size must be positive and max_len >= 2")
         if self.steps < 0 or self.learning_rate <= 0 or not self.target_modules:
@@ -62,6 +75,8 @@ class TrainResult:
     examples_dropped: int
     device: str
     losses: tuple[float, ...] = field(repr=False)
+    objective: str = "sft"
+    pairs_used: int = 0  # preference pairs (dpo only)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready figures for a training-run event (the full curve left out)."""
@@ -163,60 +178,90 @@ def train_successor(
     base weight hash, example-set hash), which is deterministic too.
 
     Raises:
-        ValueError: no example passes ``min_reward``, or ``out_dir`` is not empty.
+        ValueError: nothing to train on (no example passes ``min_reward``; for "dpo", no
+            preference pair), or ``out_dir`` is not empty.
     """
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"out_dir {out} is not empty")
-    selected = select_weighted(examples, hyper.min_reward)
-    if not selected:
-        raise ValueError(f"no example has reward >= min_reward ({hyper.min_reward})")
     dev = resolve_device(device)
     tokenizer = load_tokenizer(base_model_dir)
-    data = encode_examples(
-        tokenizer, [ex for ex, _ in selected], hyper.max_len, [w for _, w in selected]
-    )
     with _reproducible(hyper.seed, dev):
         model = prepare_trainable_model(base_model_dir, parent_adapter_dir, hyper, dev)
-        losses, tokens, seconds = _optimise(model, data, hyper, dev, on_step)
+        plan = _plan(model, tokenizer, examples, hyper, dev)
+        losses, seconds = _optimise(model, plan, hyper, dev, on_step)
     out.mkdir(parents=True, exist_ok=True)
     _save_adapter(model, out, {
-        "objective": "reward_weighted_sft",
+        "objective": plan.name,
         "hyper": asdict(hyper),
         "base_weights_sha256": weights_sha256(base_model_dir),
         "examples_sha256": examples_sha256(examples),
-        "examples_used": len(selected),
+        "examples_used": plan.examples_used,
     })
     return TrainResult(
-        adapter_dir=out, steps=hyper.steps, tokens_seen=tokens,
-        tokens_per_s=tokens / seconds if seconds > 0 else 0.0, train_seconds=seconds,
-        examples_used=len(selected), examples_dropped=len(examples) - len(selected),
-        device=str(dev), losses=tuple(losses), **_loss_summary(losses),
+        adapter_dir=out, steps=hyper.steps, tokens_seen=plan.tokens,
+        tokens_per_s=plan.tokens / seconds if seconds > 0 else 0.0, train_seconds=seconds,
+        examples_used=plan.examples_used, examples_dropped=len(examples) - plan.examples_used,
+        device=str(dev), losses=tuple(losses), objective=hyper.objective,
+        pairs_used=plan.pairs_used, **_loss_summary(losses),
     )
 
 
+@dataclass(frozen=True)
+class _Plan:
+    name: str
+    batches: list[Any]  # one CPU-side batch per step
+    loss: Callable[[Any, Any], torch.Tensor]  # (model, batch) -> loss on the device
+    tokens: int
+    examples_used: int
+    pairs_used: int = 0
+
+
+def _plan(
+    model: Any, tokenizer: Any, examples: Sequence[TrainingExample], hyper: HyperParams,
+    device: torch.device,
+) -> _Plan:
+    if hyper.objective == "dpo":
+        batches, pairs, used = dpo_batches(
+            model, tokenizer, examples, hyper.min_reward, hyper.max_len, hyper.batch_size,
+            hyper.steps, hyper.seed, device,
+        )
+        return _Plan("dpo", batches, lambda m, b: dpo_step_loss(m, b, device, hyper.dpo_beta),
+                     sum(b.tokens for b in batches), used, pairs)
+    selected = select_weighted(examples, hyper.min_reward)
+    if not selected:
+        raise ValueError(f"no example has reward >= min_reward ({hyper.min_reward})")
+    data = encode_examples(
+        tokenizer, [ex for ex, _ in selected], hyper.max_len, [w for _, w in selected]
+    )
+    sft = [data.select(i) for i in batch_schedule(len(data), hyper.batch_size, hyper.steps,
+                                                  hyper.seed)]
+    return _Plan("reward_weighted_sft", sft, lambda m, b: _sft_loss(m, b, device),
+                 sum(int(b.attention_mask.sum()) for b in sft), len(selected))
+
+
+def _sft_loss(model: Any, cpu_batch: EncodedExamples, device: torch.device) -> torch.Tensor:
+    batch = cpu_batch.to(device)
+    with autocast_for(device):
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    return weighted_nll(logits, batch.labels, batch.weights)
+
+
 def _optimise(
-    model: Any, data: Any, hyper: HyperParams, device: torch.device, on_step: OnStep | None
-) -> tuple[list[float], int, float]:
+    model: Any, plan: _Plan, hyper: HyperParams, device: torch.device, on_step: OnStep | None
+) -> tuple[list[float], float]:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
         params, lr=hyper.learning_rate, weight_decay=hyper.weight_decay,
         foreach=device.type == "cuda",
     )
-    schedule = batch_schedule(len(data), hyper.batch_size, hyper.steps, hyper.seed)
-    batches = [data.select(idx) for idx in schedule]
-    tokens = sum(int(b.attention_mask.sum()) for b in batches)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     step_losses: list[torch.Tensor] = []
     model.train()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     started = time.perf_counter()
-    for step, cpu_batch in enumerate(batches, start=1):
-        batch = cpu_batch.to(device)
-        with autocast:
-            logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-        loss = weighted_nll(logits, batch.labels, batch.weights)
+    for step, batch in enumerate(plan.batches, start=1):
+        loss = plan.loss(model, batch)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -228,4 +273,4 @@ def _optimise(
     seconds = time.perf_counter() - started
     model.eval()
     losses = torch.stack(step_losses).float().tolist() if step_losses else []
-    return losses, tokens, seconds
+    return losses, seconds

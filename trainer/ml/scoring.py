@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from trainer.ml.data import IGNORE_INDEX, TrainingExample, encode_examples
-from trainer.ml.load import ServingModel
+from trainer.ml.load import ServingModel, autocast_for
 from trainer.ml.objective import next_token_labels, response_token_nll
 
 
@@ -16,9 +16,8 @@ def response_logliks(
 ) -> list[float]:
     """Mean log-probability per response token of each example, in the order given."""
     data = encode_examples(serving.tokenizer, examples, max_len)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=serving.device.type == "cuda")
     out: list[float] = []
-    with torch.inference_mode(), autocast:
+    with torch.inference_mode(), autocast_for(serving.device):
         for start in range(0, len(data), batch_size):
             batch = data.select(torch.arange(start, min(start + batch_size, len(data))))
             batch = batch.to(serving.device)

@@ -9,6 +9,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from contract.document import ContractInvalid
+from contract.service import VersionConflict, VersionNotFound
 from events.errors import EventIdConflict, WrongExpectedSeq
 from events.ingest import BatchRejected
 
@@ -54,9 +56,33 @@ async def _conflict(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(code, str(exc), getattr(exc, "field", None)), 409)
 
 
+async def _contract_invalid(_: Request, exc: Exception) -> JSONResponse:
+    problems = [_problem_json(p) for p in getattr(exc, "problems", [])]
+    first = problems[0] if problems else {"message": str(exc)}
+    return JSONResponse(error_body("invalid_contract", str(first.get("message")),
+                                   first.get("field", "document"), problems=problems), 422)
+
+
+def _problem_json(problem: Any) -> dict[str, Any]:
+    if hasattr(problem, "to_json"):
+        return dict(problem.to_json())
+    return {"message": str(problem)}
+
+
+async def _not_found(_: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(error_body("not_found", str(exc)), 404)
+
+
+async def _state_conflict(_: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(error_body("conflict", str(exc)), 409)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_exception_handler(BatchRejected, _batch)  # type: ignore[arg-type]
     app.add_exception_handler(EventIdConflict, _conflict)
     app.add_exception_handler(WrongExpectedSeq, _conflict)
+    app.add_exception_handler(ContractInvalid, _contract_invalid)
+    app.add_exception_handler(VersionNotFound, _not_found)
+    app.add_exception_handler(VersionConflict, _state_conflict)

@@ -11,6 +11,7 @@ from functools import cached_property
 
 from sqlalchemy.engine import Engine
 
+from contract.service import ContractService
 from events.store import EventStore, SqlEventStore
 from hcp.db import make_engine
 from hcp.metrics import Metrics
@@ -27,6 +28,10 @@ class Container:
     @cached_property
     def store(self) -> EventStore:
         return SqlEventStore(self.engine)
+
+    @cached_property
+    def contracts(self) -> ContractService:
+        return ContractService(self.engine, self.store)
 
     def close(self) -> None:
         self.engine.dispose()

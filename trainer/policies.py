@@ -2,26 +2,26 @@
 
 1. the latest configuration set through the API (``trigger_policies``, append-only, each
    one a ``trigger.configured`` event);
-2. the ``[training]`` table of a published contract: the latest published version of
-   each contract, by contract name, the first that has one (``[training.<specialist>]``
-   overrides the shared keys); its rewards are then the only ones used;
-3. the defaults of ``TriggerPolicy``.
+2. the ``[training.triggers.<specialist>]`` table of a published contract: the latest
+   published version of each contract, by contract name, the first that has one; its
+   rewards are then the only ones the specialist's datasets use;
+3. none: the specialist trains only when triggered by hand (with the default gate).
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 
+from contract.document import ContractDocument, ContractInvalid, parse_contract
 from contract.tables import contract_versions as cv
 from events.store import EventStore
-from trainer.model import Invalid, NotFound
-from trainer.policy import TriggerPolicy, policy_from_training_section
+from trainer.model import NotFound
+from trainer.policy import DISABLED, TriggerPolicy, policy_from_contract
 from trainer.tables import specialists, trigger_policies
 from trainer.writes import lock_registry, record, specialist_stream
 
@@ -30,7 +30,7 @@ from trainer.writes import lock_registry, record, specialist_stream
 class EffectivePolicy:
     specialist: str
     policy: TriggerPolicy
-    source: str  # "api" | "contract:<name>@<version>" | "default"
+    source: str  # "api" | "contract:<name>@<version>" | "none"
 
     def to_json(self) -> dict[str, Any]:
         return {"specialist": self.specialist, "source": self.source,
@@ -66,34 +66,28 @@ def effective_in(conn: Connection, specialist: str) -> EffectivePolicy:
         .order_by(trigger_policies.c.position.desc()).limit(1)).scalar()
     if configured is not None:
         return EffectivePolicy(specialist, TriggerPolicy.model_validate(configured), "api")
-    for name, version, document in _latest_published(conn):
-        section = _training_section(document)
-        if section:
-            try:
-                policy = policy_from_training_section(section, specialist, contract=name)
-            except ValidationError as exc:
-                raise Invalid(f"[training] of contract {name}@{version}: {exc}") from None
+    for name, version, content_hash, document in _latest_published(conn):
+        parsed = _parsed(name, version, content_hash, document)
+        policy = policy_from_contract(parsed, specialist, name) if parsed else None
+        if policy is not None:
             return EffectivePolicy(specialist, policy, f"contract:{name}@{version}")
-    return EffectivePolicy(specialist, TriggerPolicy(), "default")
+    return EffectivePolicy(specialist, DISABLED, "none")
 
 
-def _latest_published(conn: Connection) -> list[tuple[str, int, str]]:
-    rows = conn.execute(select(cv.c.name, cv.c.version, cv.c.document)
+def _latest_published(conn: Connection) -> list[tuple[str, int, str, str]]:
+    rows = conn.execute(select(cv.c.name, cv.c.version, cv.c.content_hash, cv.c.document)
                         .where(cv.c.status == "published").order_by(cv.c.name, cv.c.version))
-    latest: dict[str, tuple[str, int, str]] = {}
-    for name, version, document in rows:
-        latest[name] = (name, version, document)
+    latest = {row.name: (row.name, row.version, row.content_hash, row.document) for row in rows}
     return [latest[n] for n in sorted(latest)]
 
 
-def _training_section(document: str) -> dict[str, Any]:
-    # Read the raw TOML table: the trainer needs only [training], and a published
-    # document was validated by the contract package when it was written.
+@lru_cache(maxsize=64)
+def _parsed(name: str, version: int, content_hash: str, document: str) -> ContractDocument | None:
+    # A published version never changes, so its parse can be kept (keyed by its hash too).
     try:
-        section = tomllib.loads(document).get("training")
-    except tomllib.TOMLDecodeError:
-        return {}
-    return section if isinstance(section, dict) else {}
+        return parse_contract(document)
+    except ContractInvalid:
+        return None
 
 
 def _require(conn: Connection, name: str) -> None:

@@ -10,12 +10,14 @@ firing with it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from contract.schedule import parse_schedule
+from contract.sections import ContractDocument
 
 ROOT = "root"  # parent key of a version trained from a fresh LoRA
 
@@ -25,25 +27,32 @@ class GatePolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     margin: float = Field(0.0, description="Held-out margin the successor must gain over its parent")
-    tolerance: float = Field(0.0, ge=0, description="Largest allowed regression of any criterion")
+    regression_tolerance: dict[str, float] = Field(
+        default_factory=dict,
+        description="Criterion id (or '*') -> largest allowed drop; criteria not named are not gated",
+    )
     auto_promote: bool = Field(False, description="Move `alias` to a successor that passes the gate")
     alias: str = Field("production", min_length=1, max_length=100)
 
+    def tolerance_for(self, criterion: str) -> float | None:
+        return self.regression_tolerance.get(criterion, self.regression_tolerance.get("*"))
+
 
 class TriggerPolicy(BaseModel):
-    """When to train a specialist's successor (any enabled rule fires) and how."""
+    """When to train a specialist's successor (the first enabled rule that fires) and how."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
     min_new_rewards: int | None = Field(
-        100, ge=1, description="Fire when this many new eligible rewards arrived since the parent"
+        None, ge=1, description="Fire when this many new eligible rewards arrived since the parent"
     )
     reward_floor: float | None = Field(
         None, description="Fire when the production adapter's mean reward falls below this"
     )
     reward_window: int = Field(50, ge=1, description="How many latest rewards the mean covers")
-    schedule_seconds: int | None = Field(
-        None, ge=1, description="Fire at most this often when any new eligible reward exists"
+    schedule: str | None = Field(
+        None, description="'every <n>m|h|d' or a five-field cron line (UTC); fires when due "
+        "and any new eligible reward exists"
     )
     contract: str | None = Field(None, description="Use only rewards made under this contract")
     dataset: Literal["all", "since_parent"] = Field(
@@ -52,6 +61,23 @@ class TriggerPolicy(BaseModel):
     base_model: str | None = Field(None, description="Base model of root versions")
     hyper: dict[str, Any] = Field(default_factory=dict, description="HyperParams overrides")
     gate: GatePolicy = Field(default_factory=GatePolicy)
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, text: str | None) -> str | None:
+        if text is not None:
+            parse_schedule(text)  # raises ValueError naming what is wrong
+        return text
+
+    @model_validator(mode="after")
+    def _fires(self) -> TriggerPolicy:
+        if self.enabled and self.min_new_rewards is None and self.reward_floor is None \
+                and self.schedule is None:
+            raise ValueError("an enabled policy needs min_new_rewards, reward_floor or schedule")
+        return self
+
+
+DISABLED = TriggerPolicy(enabled=False)  # no policy anywhere: only manual triggers
 
 
 @dataclass(frozen=True)
@@ -99,8 +125,8 @@ def decide(policy: TriggerPolicy, state: SpecialistState) -> FireDecision | None
         return _fire(policy, state, "drift", f"mean reward of {parent} over its last "
                      f"{state.production_count} rewards is {state.production_mean:.4f}, "
                      f"below {policy.reward_floor}")
-    if policy.schedule_seconds is not None and _due(policy.schedule_seconds, state):
-        return _fire(policy, state, "schedule", f"scheduled every {policy.schedule_seconds}s; "
+    if policy.schedule is not None and _due(policy.schedule, state):
+        return _fire(policy, state, "schedule", f"schedule '{policy.schedule}' is due; "
                      f"{state.new_eligible} new eligible rewards since {parent}")
     return None
 
@@ -116,10 +142,11 @@ class NothingToTrain(ValueError):
     pass
 
 
-def _due(every: int, state: SpecialistState) -> bool:
+def _due(schedule: str, state: SpecialistState) -> bool:
     if state.last_fired_at is None:
         return True
-    return (state.now - state.last_fired_at).total_seconds() >= every
+    due = parse_schedule(schedule).next_after(state.last_fired_at)
+    return due is not None and due <= state.now
 
 
 def _fire(policy: TriggerPolicy, state: SpecialistState, name: str, reason: str) -> FireDecision:
@@ -128,36 +155,23 @@ def _fire(policy: TriggerPolicy, state: SpecialistState, name: str, reason: str)
                         cut_from=cut_from)
 
 
-# Keys of a contract's [training] section (per specialist: [training.<specialist>]) that
-# map onto TriggerPolicy fields; anything else in the section is the contract's own.
-CONTRACT_KEYS = {
-    "min_new_rewards": "min_new_rewards", "reward_floor": "reward_floor",
-    "reward_window": "reward_window", "schedule_seconds": "schedule_seconds",
-    "dataset": "dataset", "base_model": "base_model", "hyper": "hyper",
-    "enabled": "enabled", "gate": "gate", "auto_promote": "auto_promote",
-    "promotion_margin": "margin", "regression_tolerance": "tolerance",
-}
+def policy_from_contract(doc: ContractDocument, specialist: str, contract: str) -> TriggerPolicy | None:
+    """The contract's ``[training.triggers.<specialist>]`` as a trainer policy (None: absent).
 
-
-def policy_from_training_section(
-    section: Mapping[str, Any], specialist: str, contract: str | None = None
-) -> TriggerPolicy:
-    """A policy from a contract's [training] table, with [training.<specialist>] overriding.
-
-    Flat gate keys (``auto_promote``, ``promotion_margin``, ``regression_tolerance``) are
-    accepted as well as a nested ``gate`` table. Raises pydantic's ValidationError.
+    Only that contract's rewards are used for the specialist's datasets; the gate moves
+    the alias the harness serves the slot from; roots use the harness's base model.
     """
-    merged: dict[str, Any] = {k: v for k, v in section.items() if not isinstance(v, Mapping)
-                              or k in ("hyper", "gate")}
-    override = section.get(specialist)
-    if isinstance(override, Mapping):
-        merged.update(override)
-    fields: dict[str, Any] = {"contract": contract}
-    gate: dict[str, Any] = dict(merged.get("gate") or {})
-    for key, value in merged.items():
-        target = CONTRACT_KEYS.get(key)
-        if target in ("auto_promote", "margin", "tolerance"):
-            gate[target] = value
-        elif target is not None and target != "gate":
-            fields[target] = value
-    return TriggerPolicy(**fields, gate=GatePolicy(**gate))
+    trigger = doc.training.triggers.get(specialist)
+    if trigger is None:
+        return None
+    slot = doc.harness.specialists.get(specialist)
+    floor = trigger.reward_floor
+    return TriggerPolicy(
+        enabled=trigger.enabled, min_new_rewards=trigger.min_new_rewards,
+        reward_floor=floor.threshold if floor else None,
+        reward_window=floor.window if floor else 50, schedule=trigger.schedule,
+        contract=contract, base_model=doc.harness.base_model,
+        gate=GatePolicy(margin=trigger.gate_margin, auto_promote=trigger.auto_promote,
+                        regression_tolerance=dict(trigger.regression_tolerance),
+                        alias=slot.adapter_alias if slot else "production"),
+    )

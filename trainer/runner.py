@@ -22,6 +22,7 @@ from trainer.aliases import move_in
 from trainer.manifest import HELD_OUT, TRAIN, ManifestExample
 from trainer.ml.digest import weights_sha256
 from trainer.model import CANDIDATE, PROMOTED, REJECTED, AdapterVersion, Invalid, TrainingRun
+from trainer.policy import GatePolicy
 from trainer.registry import register_in
 from trainer.runs import LeaseLost
 from trainer.writes import lock_registry
@@ -153,7 +154,8 @@ def _parent(parts: TrainerParts, run: TrainingRun) -> tuple[Path | None, str | N
 def _gate(base_dir: str, successor_dir: Path, parent_dir: Path | None,
           held_out: list[ManifestExample], policy: dict[str, Any], max_len: int,
           device: str | None) -> dict[str, Any]:
-    from trainer.ml.gate import decide_promotion, heldout_metric
+    from trainer.gating import judge
+    from trainer.ml.gate import heldout_metric
 
     if not held_out:
         return {"promote": False, "reason": "no held-out examples to compare on", "comparison": {}}
@@ -164,10 +166,8 @@ def _gate(base_dir: str, successor_dir: Path, parent_dir: Path | None,
                                max_len=max_len, device=device)
     parent = heldout_metric(base_dir, parent_dir, examples, criteria=criteria,
                             max_len=max_len, device=device)
-    decision = decide_promotion(successor, parent, margin=float(policy.get("margin", 0.0)),
-                                tolerance=float(policy.get("tolerance", 0.0)))
-    return {"promote": decision.promote, "reason": decision.reason,
-            "comparison": decision.comparison, "successor": _finite(successor.to_dict()),
+    decision = judge(successor, parent, GatePolicy.model_validate(policy))
+    return {**decision, "successor": _finite(successor.to_dict()),
             "parent": _finite(parent.to_dict()), "parent_is_base": parent_dir is None,
             "held_out": len(held_out)}
 

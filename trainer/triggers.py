@@ -191,7 +191,10 @@ class Triggers:
                     hyper[key] = parent.hyper[key]
             return parent.base_model, hyper
         names = list(conn.execute(select(base_models.c.name).order_by(base_models.c.name)).scalars())
-        chosen = base_model or policy.base_model or (names[0] if len(names) == 1 else None)
+        # A contract names its base as the harness knows it, which need not be a registry
+        # name; with one registered base there is no doubt which is meant.
+        preferred = policy.base_model if policy.base_model in names else None
+        chosen = base_model or preferred or (names[0] if len(names) == 1 else None)
         if chosen is None:
             raise Invalid("no base model for a root version: register one, or name it in the "
                           f"policy ({len(names)} registered)")

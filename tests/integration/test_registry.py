@@ -12,7 +12,7 @@ from sqlalchemy.exc import DatabaseError
 
 from events.tables import events
 from tests.unit.trainer_core import fixtures
-from tests.unit.trainer_core.factories import seed_contract, seed_dataset, seed_reward
+from tests.unit.trainer_core.factories import HOUSE_CONTRACT, seed_contract, seed_dataset, seed_reward
 from tests.unit.trainer_core.fixtures import (
     RecordingDispatcher,
     fake_model_dir,
@@ -20,7 +20,7 @@ from tests.unit.trainer_core.fixtures import (
     make_container,
 )
 from trainer.model import PROMOTED, REJECTED, Conflict, Invalid, NotFound
-from trainer.policy import GatePolicy, TriggerPolicy
+from trainer.policy import TriggerPolicy
 from trainer.runs import LeaseLost
 from trainer.service import build_parts
 from trainer.tables import adapter_versions, dataset_manifests, trigger_firings
@@ -230,13 +230,11 @@ def test_a_run_that_keeps_losing_its_worker_is_marked_failed(parts, seeded):
         "training.queued", "training.started", "training.failed", "training.requeued"]
 
 
-def test_contract_training_section_supplies_the_policy(parts, tmp_path):
-    seed_contract(parts.engine, "house", 1,
-                  '[contract]\nname = "house"\n[training]\nmin_new_rewards = 3\nauto_promote = true\n'
-                  '[training.chat]\nmin_new_rewards = 7\n')
-    coding, chat = parts.policies.effective("coding"), parts.policies.effective("chat")
+def test_a_published_contract_supplies_the_policy_until_one_is_configured(parts):
+    seed_contract(parts.engine, "house", 1, HOUSE_CONTRACT)
+    coding, genui = parts.policies.effective("coding"), parts.policies.effective("genui")
     assert coding.source == "contract:house@1" and coding.policy.min_new_rewards == 3
-    assert chat.policy.min_new_rewards == 7 and chat.policy.gate == GatePolicy(auto_promote=True)
-    assert coding.policy.contract == "house"
+    assert coding.policy.contract == "house" and coding.policy.gate.alias == "prod"
+    assert genui.source == "none" and not genui.policy.enabled
     parts.policies.configure("coding", TriggerPolicy(enabled=False), "tester")
     assert parts.policies.effective("coding").source == "api"

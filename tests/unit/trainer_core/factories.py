@@ -87,3 +87,42 @@ def tiny_base(path: Path) -> Path:
 
     return build_tiny_base_model(path, seed=0, hidden_size=32, num_layers=1, num_heads=2,
                                  max_positions=128)
+
+
+HOUSE_CONTRACT = '''
+[contract]
+name = "house"
+description = "test contract"
+schema_version = 1
+
+[harness]
+base_model = "tiny"
+
+[harness.router]
+default_specialist = "chat"
+
+[harness.specialists.chat]
+description = "chat"
+
+[harness.specialists.coding]
+description = "code"
+adapter_alias = "prod"
+
+[evaluation]
+subject = "turn"
+
+[[evaluation.criteria]]
+id = "quality"
+weight = 1.0
+expression = "1.0"
+
+[training.triggers.coding]
+min_new_rewards = 3
+auto_promote = true
+gate_margin = 0.01
+regression_tolerance = { quality = 0.05 }
+
+[training.triggers.chat]
+schedule = "every 6h"
+reward_floor = { threshold = 0.4, window = 20 }
+'''

@@ -3,14 +3,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from contract.document import parse_contract
+from tests.unit.trainer_core.factories import HOUSE_CONTRACT
 from trainer.policy import (
+    DISABLED,
     ROOT,
     NothingToTrain,
     SpecialistState,
     TriggerPolicy,
     decide,
     manual,
-    policy_from_training_section,
+    policy_from_contract,
 )
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -50,15 +53,22 @@ def test_drift_rule_needs_a_full_window_below_the_floor():
 
 
 def test_schedule_rule_fires_when_due_and_not_before():
-    policy = TriggerPolicy(min_new_rewards=None, schedule_seconds=3600)
+    policy = TriggerPolicy(schedule="every 1h")
     assert decide(policy, state(last_fired_at=NOW - timedelta(minutes=59))) is None
     decision = decide(policy, state(last_fired_at=NOW - timedelta(hours=1)))
     assert decision is not None and decision.policy == "schedule"
+    assert decide(policy, state(last_fired_at=None)) is not None
+
+
+def test_cron_schedule_fires_once_past_its_tick():
+    policy = TriggerPolicy(schedule="0 * * * *")  # on the hour; NOW is 12:00
+    assert decide(policy, state(last_fired_at=NOW - timedelta(minutes=30))) is not None
+    assert decide(policy, state(last_fired_at=NOW)) is None
 
 
 def test_nothing_fires_without_new_data_or_when_disabled():
     assert decide(TriggerPolicy(min_new_rewards=1, reward_floor=1.0, reward_window=1,
-                                schedule_seconds=1), state(new_eligible=0)) is None
+                                schedule="every 1m"), state(new_eligible=0)) is None
     assert decide(TriggerPolicy(enabled=False, min_new_rewards=1), state()) is None
 
 
@@ -69,25 +79,29 @@ def test_same_state_gives_the_same_work_key():
 
 
 def test_manual_fires_on_any_eligible_data_but_not_on_none():
-    decision = manual(TriggerPolicy(), state(new_eligible=0), "hotfix")
+    decision = manual(DISABLED, state(new_eligible=0), "hotfix")
     assert decision.policy == "manual" and decision.reason == "hotfix" and decision.dataset_cut == 150
     with pytest.raises(NothingToTrain):
-        manual(TriggerPolicy(), state(eligible_head=0, new_eligible=0), "x")
+        manual(DISABLED, state(eligible_head=0, new_eligible=0), "x")
 
 
-def test_policy_from_a_contract_training_section_with_a_specialist_override():
-    section = {"min_new_rewards": 200, "auto_promote": True, "promotion_margin": 0.05,
-               "eligible_min_score": 0.3, "hyper": {"steps": 5},
-               "coding": {"min_new_rewards": 20, "regression_tolerance": 0.01}}
-    coding = policy_from_training_section(section, "coding", contract="default")
-    chat = policy_from_training_section(section, "chat", contract="default")
-    assert coding.min_new_rewards == 20 and chat.min_new_rewards == 200
-    assert coding.gate.auto_promote and coding.gate.margin == 0.05 and coding.gate.tolerance == 0.01
-    assert coding.hyper == {"steps": 5} and coding.contract == "default"
+def test_policy_from_a_contracts_training_triggers():
+    doc = parse_contract(HOUSE_CONTRACT)
+    coding = policy_from_contract(doc, "coding", "house")
+    chat = policy_from_contract(doc, "chat", "house")
+    assert policy_from_contract(doc, "genui", "house") is None
+    assert coding.min_new_rewards == 3 and coding.contract == "house" and coding.base_model == "tiny"
+    assert coding.gate.auto_promote and coding.gate.margin == 0.01 and coding.gate.alias == "prod"
+    assert coding.gate.tolerance_for("quality") == 0.05 and coding.gate.tolerance_for("style") is None
+    assert chat.schedule == "every 6h" and chat.reward_floor == 0.4 and chat.reward_window == 20
+    assert chat.gate.alias == "production"
 
 
-def test_invalid_policy_values_are_refused():
+def test_invalid_policies_are_refused():
     with pytest.raises(ValidationError):
         TriggerPolicy(min_new_rewards=0)
     with pytest.raises(ValidationError):
-        policy_from_training_section({"dataset": "everything"}, "chat")
+        TriggerPolicy(schedule="every tuesday")
+    with pytest.raises(ValidationError):
+        TriggerPolicy()  # enabled, but no rule could ever fire
+    assert not TriggerPolicy(enabled=False).enabled

@@ -74,9 +74,9 @@ def test_a_successor_starts_from_its_parents_weights(parts, trainer):
     assert outcome.outcome == "succeeded", outcome.error
     child = parts.registry.adapter(outcome.adapter_id)
     assert child.parent_adapter_id == parent.adapter_id
-    assert child.metrics["initialised_from"]["artifact_sha256"] == parts.registry.adapter(
-        parent.adapter_id).artifact_sha256
-    before, after = adapter_tensors(parts, parts.registry.adapter(parent.adapter_id)), adapter_tensors(parts, child)
+    parent_version = parts.registry.adapter(parent.adapter_id)
+    assert child.metrics["initialised_from"]["artifact_sha256"] == parent_version.artifact_sha256
+    before, after = adapter_tensors(parts, parent_version), adapter_tensors(parts, child)
     assert before.keys() == after.keys()
     assert all(bool((before[k] == after[k]).all()) for k in before)
     assert any(bool(before[k].abs().sum() > 0) for k in before if "lora_B" in k)  # not a fresh init

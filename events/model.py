@@ -88,6 +88,7 @@ class RecordedEvent:
                 "correlation_id": _str(meta.correlation_id),
             },
             "payload_digest": self.payload_digest,
+            "prev_hash": self.prev_hash,
             "hash": self.hash,
         }
 

@@ -43,11 +43,8 @@ def event_headers(event: RecordedEvent) -> list[tuple[str, bytes]]:
 
 
 def event_from_json(data: dict[str, Any]) -> RecordedEvent:
-    """The inverse of ``RecordedEvent.to_json()``.
-
-    ``to_json`` does not carry ``prev_hash``; it is read when present and is otherwise
-    the empty string (a consumer can still check ``hash`` against its own chain head).
-    """
+    """The inverse of ``RecordedEvent.to_json()`` (``prev_hash`` defaults to "" for
+    messages published before the wire form carried it)."""
     meta = data["metadata"]
     return RecordedEvent(
         event_id=uuid.UUID(data["event_id"]), stream_id=data["stream_id"],

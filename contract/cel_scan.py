@@ -1,0 +1,209 @@
+"""A lexical pass over a CEL expression, before the real compiler sees it.
+
+The `cel` package evaluates in Rust while holding the GIL, so nothing in Python can
+interrupt a running evaluation from the outside (no thread timeout, no signal). What it
+does call back into Python is functions. This pass therefore:
+
+- refuses what is too big or too deep before the compiler spends effort on it;
+- finds every comprehension macro (`all`, `exists`, `exists_one`, `map`, `filter`) and
+  rewrites it so that each iteration calls a metering function, which is where the
+  evaluator charges fuel and checks its deadline (see `rubric.py`);
+- records call sites and identifiers with positions, so unknown names are reported at
+  validation time with a line and column rather than failing on every subject later.
+
+It is a tokenizer with bracket matching, not a parser: the real grammar check stays with
+`cel.compile`, which runs on the original text first so its positions are the author's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+QUADRATIC_MACROS = frozenset({"map", "filter"})
+TICK_FUNCTION = "__hcp_tick"
+RESERVED_PREFIX = "__"
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<comment>//[^\n]*)
+  | (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''
+        |"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
+  | (?P<number>0[xX][0-9a-fA-F]+[uU]?|\d*\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+[uU]?)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<punct>\S)
+    """,
+    re.VERBOSE,
+)
+
+
+class ScanError(Exception):
+    """A limit or lexical rule broken; `offset` points into the original expression."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class CallSite:
+    name: str  # dotted for namespaced calls, e.g. "math.greatest"
+    method: bool  # called as `receiver.name(...)`
+    offset: int
+
+
+@dataclass
+class Scan:
+    """What the lexical pass learnt about an expression."""
+
+    tokens: list[Token]
+    calls: list[CallSite] = field(default_factory=list)
+    bound_names: set[str] = field(default_factory=set)  # comprehension variables
+    identifiers: dict[str, int] = field(default_factory=dict)  # free name -> first offset
+    max_depth: int = 0
+    max_macro_depth: int = 0
+    rewritten: str = ""
+
+
+def tokenize(source: str) -> list[Token]:
+    tokens: list[Token] = []
+    for match in _TOKEN.finditer(source):
+        kind = match.lastgroup or "punct"
+        if kind in ("ws", "comment"):
+            continue
+        if kind == "punct" and match.group() in "'\"":
+            raise ScanError("unterminated string literal", match.start())
+        tokens.append(Token(kind, match.group(), match.start()))
+    return tokens
+
+
+def scan(source: str, *, max_depth: int, max_macro_depth: int, namespaces: frozenset[str]) -> Scan:
+    """Tokenize, enforce the nesting limits and produce the metered rewrite."""
+    result = Scan(tokens=tokenize(source))
+    toks = result.tokens
+    stack: list[bool] = []  # one entry per open bracket: True when it opens a macro call
+    insertions: list[tuple[int, str]] = []
+    sites = 0
+    for i, tok in enumerate(toks):
+        if tok.kind == "ident":
+            _note_identifier(result, toks, i, namespaces)
+        if tok.kind != "punct":
+            continue
+        if tok.text in "([{":
+            is_macro = _is_macro_call(toks, i)
+            stack.append(is_macro)
+            result.max_depth = max(result.max_depth, len(stack))
+            if len(stack) > max_depth:
+                raise ScanError(f"nesting deeper than {max_depth} brackets", tok.offset)
+            if is_macro:
+                _enter_macro(result, toks, i, sum(stack), max_macro_depth)
+                insertions.extend(_metering_insertions(source, toks, i, sites))
+                sites += 1
+        elif tok.text in ")]}" and stack:
+            stack.pop()
+    result.rewritten = _apply(source, insertions)
+    return result
+
+
+def _note_identifier(result: Scan, toks: list[Token], i: int, namespaces: frozenset[str]) -> None:
+    tok = toks[i]
+    if tok.text.startswith(RESERVED_PREFIX):
+        raise ScanError(f"identifiers starting with {RESERVED_PREFIX!r} are reserved", tok.offset)
+    after_dot = i > 0 and toks[i - 1].text == "."
+    calls = i + 1 < len(toks) and toks[i + 1].text == "("
+    if calls and tok.text in MACROS and after_dot:
+        return
+    if calls:
+        namespaced = after_dot and i > 1 and toks[i - 2].text in namespaces
+        name = f"{toks[i - 2].text}.{tok.text}" if namespaced else tok.text
+        method = after_dot and not namespaced
+        result.calls.append(CallSite(name, method, tok.offset))
+        return
+    namespace_root = i + 1 < len(toks) and toks[i + 1].text == "." and tok.text in namespaces
+    if not after_dot and not namespace_root:
+        result.identifiers.setdefault(tok.text, tok.offset)
+
+
+def _is_macro_call(toks: list[Token], i: int) -> bool:
+    return (
+        toks[i].text == "("
+        and i >= 2
+        and toks[i - 1].kind == "ident"
+        and toks[i - 1].text in MACROS
+        and toks[i - 2].text == "."
+    )
+
+
+def _enter_macro(result: Scan, toks: list[Token], i: int, depth: int, limit: int) -> None:
+    result.max_macro_depth = max(result.max_macro_depth, depth)
+    if depth > limit:
+        raise ScanError(
+            f"comprehensions nested deeper than {limit} ({toks[i - 1].text} inside another)",
+            toks[i - 1].offset,
+        )
+    if i + 2 < len(toks) and toks[i + 1].kind == "ident" and toks[i + 2].text == ",":
+        result.bound_names.add(toks[i + 1].text)
+
+
+def _metering_insertions(source: str, toks: list[Token], open_index: int, site: int) -> list[tuple[int, str]]:
+    """Make argument 1 of the macro (evaluated once per element) call the meter first.
+
+    `map(x, body)` gains a filter that is always true: `map(x, tick(site), body)`.
+    Predicates become `(tick(site) ? (p) : false)`: a ternary rather than `&&`, because
+    CEL's `&&` absorbs an error when the other side is false, which would swallow the
+    meter's stop. `map` and `filter` pass their site number because cel-rust rebuilds
+    their accumulator on every step (quadratic), so the meter charges them progressively.
+    """
+    args = _argument_spans(source, toks, open_index)
+    if len(args) < 2:
+        return []  # malformed; cel.compile reports it on the original text
+    start, end = args[1]
+    macro = toks[open_index - 1].text
+    tick = f"{TICK_FUNCTION}({site})" if macro in QUADRATIC_MACROS else f"{TICK_FUNCTION}()"
+    if macro == "map" and len(args) == 2:
+        return [(start, f"{tick}, ")]
+    return [(start, f"({tick} ? ("), (end, ") : false)")]
+
+
+def _argument_spans(source: str, toks: list[Token], open_index: int) -> list[tuple[int, int]]:
+    """Character spans of the top-level arguments of the call opened at `open_index`."""
+    spans: list[tuple[int, int]] = []
+    depth = 0
+    start = toks[open_index].offset + 1
+    for tok in toks[open_index + 1 :]:
+        if tok.kind == "punct" and tok.text in "([{":
+            depth += 1
+        elif tok.kind == "punct" and tok.text in ")]}":
+            if depth == 0:
+                spans.append((start, tok.offset))
+                return spans
+            depth -= 1
+        elif tok.text == "," and depth == 0:
+            spans.append((start, tok.offset))
+            start = tok.offset + 1
+    return spans
+
+
+def _apply(source: str, insertions: list[tuple[int, str]]) -> str:
+    # Insert from the end so earlier offsets stay valid; each insertion is a pure insert.
+    text = source
+    for offset, snippet in sorted(insertions, key=lambda item: item[0], reverse=True):
+        text = text[:offset] + snippet + text[offset:]
+    return text
+
+
+def line_column(source: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    line = source.count("\n", 0, offset) + 1
+    column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+    return line, column

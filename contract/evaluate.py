@@ -1,0 +1,217 @@
+"""Turn one subject's expression input into an evaluation under one contract version.
+
+Rules, in the order they apply:
+
+1. A subject the contract does not apply to (other subject kind, specialist or event
+   types, or `applies_to.when` false) gets `applicable=False` and no score: no reward.
+2. Each criterion yields a number in [0, 1]; each gate a bool. Any error there is recorded
+   and the score is `None`: an unevaluable subject is neither rewarded nor punished.
+3. The score aggregates the criteria (`weighted_mean`, weighted `geometric_mean`, `min`);
+   a gate that is false forces it to 0.
+4. The held-out split is a pure function of the subject id and the split seed; held-out
+   subjects are never training-eligible, so the gate's held-out set stays unseen.
+5. Otherwise eligibility is the `training.eligible` expression, which also sees `score`,
+   `components`, `gates` and `split`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from contract import rubric
+from contract.document import canonical_json, content_hash
+from contract.rubric import CompiledExpression, EvaluationError, Limits
+from contract.sections import ContractDocument
+from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledContract:
+    """A validated document with every expression compiled once, ready for many subjects."""
+
+    document: ContractDocument
+    content_hash: str
+    criteria: dict[str, CompiledExpression]
+    gates: dict[str, CompiledExpression]
+    eligible: CompiledExpression
+    when: CompiledExpression | None
+    limits: Limits = field(default=rubric.DEFAULT_LIMITS)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    subject_id: str
+    contract_hash: str
+    applicable: bool
+    score: float | None  # None: not applicable, or an error prevented a score
+    components: dict[str, float]  # criterion id -> value, for those that evaluated
+    gates: dict[str, bool]
+    gated: bool  # a gate was false and forced the score to 0
+    split: str  # "train" | "held_out"
+    eligible: bool
+    errors: tuple[EvaluationError, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subject_id": self.subject_id,
+            "contract_hash": self.contract_hash,
+            "applicable": self.applicable,
+            "score": self.score,
+            "components": dict(sorted(self.components.items())),
+            "gates": dict(sorted(self.gates.items())),
+            "gated": self.gated,
+            "split": self.split,
+            "eligible": self.eligible,
+            "errors": [error.to_json() for error in self.errors],
+        }
+
+
+def compile_contract(doc: ContractDocument, limits: Limits = rubric.DEFAULT_LIMITS) -> CompiledContract:
+    """Compile every expression; raises `rubric.ExpressionError` (parse_contract already
+    checked them, so this only fails for a document built without `parse_contract`)."""
+    ev = doc.evaluation
+    when = ev.applies_to.when
+    return CompiledContract(
+        document=doc,
+        content_hash=content_hash(doc),
+        criteria={
+            c.id: rubric.compile_expression(c.expression, INPUT_VARIABLES, limits) for c in ev.criteria
+        },
+        gates={g.id: rubric.compile_expression(g.expression, INPUT_VARIABLES, limits) for g in ev.gates},
+        eligible=rubric.compile_expression(doc.training.eligible, INPUT_VARIABLES + RESULT_VARIABLES, limits),
+        when=rubric.compile_expression(when, INPUT_VARIABLES, limits) if when else None,
+        limits=limits,
+    )
+
+
+# Compiled contracts by canonical JSON, for callers that pass a plain document. Bounded
+# crudely (cleared when full): there are only a handful of active contract versions.
+_COMPILED: dict[str, CompiledContract] = {}
+_COMPILED_MAX = 64
+
+
+def evaluate_subject(
+    contract: CompiledContract | ContractDocument, subject_input: Mapping[str, Any]
+) -> Evaluation:
+    """Evaluate one subject (its `build_input` variables) under one contract version."""
+    compiled = contract if isinstance(contract, CompiledContract) else _cached(contract)
+    doc = compiled.document
+    subject_id = str(subject_input["subject"]["id"])
+    split = split_for(subject_id, doc.evaluation.split.held_out_fraction, doc.evaluation.split.seed)
+    base = Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
+    applies = applies_to(compiled, subject_input)
+    if isinstance(applies, EvaluationError):
+        return _replace(base, applicable=True, errors=(applies,))
+    if not applies:
+        return base
+    components, gates, errors = _run_items(compiled, subject_input)
+    if errors:
+        return _replace(base, applicable=True, components=components, gates=gates, errors=errors)
+    gated = not all(gates.values())
+    score = 0.0 if gated else aggregate(doc, components)
+    result = _replace(base, applicable=True, score=score, components=components, gates=gates, gated=gated)
+    return _with_eligibility(compiled, subject_input, result)
+
+
+def _cached(doc: ContractDocument) -> CompiledContract:
+    key = canonical_json(doc)
+    found = _COMPILED.get(key)
+    if found is None:
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.clear()
+        found = _COMPILED[key] = compile_contract(doc)
+    return found
+
+
+def applies_to(compiled: CompiledContract, subject_input: Mapping[str, Any]) -> bool | EvaluationError:
+    """Whether the contract judges this subject at all."""
+    rule = compiled.document.evaluation
+    if subject_input["subject"]["kind"] != rule.subject:
+        return False
+    wanted = rule.applies_to.specialists
+    if wanted and not set(subject_input.get("specialists") or ()) & set(wanted):
+        return False
+    types = rule.applies_to.event_types
+    if types and not set(subject_input["counts"]["by_type"]) & set(types):
+        return False
+    if compiled.when is None:
+        return True
+    value = rubric.evaluate(compiled.when, subject_input, compiled.limits)
+    return rubric.as_bool(value, "applies_to")
+
+
+def _run_items(
+    compiled: CompiledContract, subject_input: Mapping[str, Any]
+) -> tuple[dict[str, float], dict[str, bool], tuple[EvaluationError, ...]]:
+    components: dict[str, float] = {}
+    gates: dict[str, bool] = {}
+    errors: list[EvaluationError] = []
+    for item_id, expression in compiled.criteria.items():
+        raw = rubric.evaluate(expression, subject_input, compiled.limits)
+        score = rubric.as_score(raw, f"criterion:{item_id}")
+        _record(components, errors, item_id, score)
+    for item_id, expression in compiled.gates.items():
+        raw = rubric.evaluate(expression, subject_input, compiled.limits)
+        _record(gates, errors, item_id, rubric.as_bool(raw, f"gate:{item_id}"))
+    return components, gates, tuple(errors)
+
+
+def _record(into: dict[str, Any], errors: list[EvaluationError], key: str, value: Any) -> None:
+    if isinstance(value, EvaluationError):
+        errors.append(value)
+    else:
+        into[key] = value
+
+
+def aggregate(doc: ContractDocument, components: Mapping[str, float]) -> float:
+    """Combine criterion values into one score in [0, 1] with the document's aggregation."""
+    weights = {c.id: c.weight for c in doc.evaluation.criteria}
+    total = sum(weights.values())
+    method = doc.evaluation.aggregation
+    if method == "min":
+        value = min(components.values())
+    elif method == "geometric_mean":
+        # Weighted geometric mean: one criterion at 0 sinks the whole score, by design.
+        if any(components[key] == 0.0 for key in weights):
+            return 0.0
+        value = math.exp(sum(w * math.log(components[k]) for k, w in weights.items()) / total)
+    else:
+        value = sum(w * components[k] for k, w in weights.items()) / total
+    return min(1.0, max(0.0, value))  # float rounding only; inputs are already in [0, 1]
+
+
+def _with_eligibility(
+    compiled: CompiledContract, subject_input: Mapping[str, Any], result: Evaluation
+) -> Evaluation:
+    if result.split == "held_out":
+        return result
+    variables = {
+        **subject_input,
+        "score": result.score,
+        "components": result.components,
+        "gates": result.gates,
+        "split": result.split,
+    }
+    value = rubric.as_bool(rubric.evaluate(compiled.eligible, variables, compiled.limits), "eligibility")
+    if isinstance(value, EvaluationError):
+        return _replace(result, errors=(*result.errors, value))
+    return _replace(result, eligible=value)
+
+
+def split_for(subject_id: str, fraction: float, seed: int) -> str:
+    """`"held_out"` for about `fraction` of subject ids, `"train"` for the rest; pure.
+
+    sha256 rather than Python's `hash`, which is salted per process: every worker, and
+    every re-evaluation years later, must put a subject on the same side.
+    """
+    digest = hashlib.sha256(f"{seed}:{subject_id}".encode()).digest()
+    position = int.from_bytes(digest[:8], "big") / 2**64
+    return "held_out" if position < fraction else "train"
+
+
+def _replace(evaluation: Evaluation, **changes: Any) -> Evaluation:
+    return replace(evaluation, **changes)

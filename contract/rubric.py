@@ -1,0 +1,273 @@
+"""The rubric expression language: CEL, compiled with limits and evaluated under a budget.
+
+Why these bounds, in this order:
+
+- Length and bracket nesting are refused before compiling (`cel_scan`), so a hostile
+  draft costs a linear scan, not parser effort.
+- Comprehension nesting is capped: comprehensions are CEL's only loops, and cel-rust's
+  `map`/`filter` are quadratic in the list length, so nesting multiplies quickly.
+- At run time every comprehension iteration, every variable read and every extension
+  function call goes through Python, and each charges *fuel*. Fuel is deterministic (the
+  same subject costs the same on every worker), so an expression that is too expensive for
+  a subject fails the same way everywhere.
+- The same callbacks check a wall-clock deadline. It is only a backstop: the Rust evaluator
+  holds the GIL, so no thread or signal can stop it from outside; the callbacks are the only
+  points where Python regains control.
+
+Errors are values: `evaluate` returns an `EvaluationError` instead of raising.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cel
+
+from contract import cel_functions, cel_scan
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_chars: int = 4096
+    max_depth: int = 32
+    max_comprehension_depth: int = 2
+    fuel: int = 150_000  # ~ nodes converted/visited; a 500-event `events` read is ~10k
+    deadline_s: float = 1.0
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class ExpressionError(Exception):
+    """An expression refused at compile time, with a 1-based position inside it."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(f"{line}:{column}: {message}")
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True)
+class EvaluationError:
+    """Why one expression could not produce a value for one subject."""
+
+    item: str  # "criterion:<id>", "gate:<id>", "eligibility" or "applies_to"
+    message: str
+    kind: str = "runtime"  # runtime | type | range | budget | deadline
+
+    def to_json(self) -> dict[str, str]:
+        return {"item": self.item, "message": self.message, "kind": self.kind}
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledExpression:
+    source: str
+    program: cel.Program  # compiled from the metered rewrite, not from `source`
+    variables: frozenset[str]  # free input variables the expression reads
+
+
+_CEL_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*([^\n]*)")
+
+
+def compile_expression(
+    source: str, known_variables: Iterable[str], limits: Limits = DEFAULT_LIMITS
+) -> CompiledExpression:
+    """Check limits and names, then compile. Raises `ExpressionError` with a position."""
+    if not source.strip():
+        raise ExpressionError("expression is empty")
+    if len(source) > limits.max_chars:
+        raise ExpressionError(f"expression longer than {limits.max_chars} characters")
+    try:
+        scanned = cel_scan.scan(
+            source,
+            max_depth=limits.max_depth,
+            max_macro_depth=limits.max_comprehension_depth,
+            namespaces=cel_functions.NAMESPACES,
+        )
+    except cel_scan.ScanError as exc:
+        raise ExpressionError(exc.message, *cel_scan.line_column(source, exc.offset)) from None
+    _compile_cel(source)  # syntax errors, positioned in the author's text
+    variables = _check_names(source, scanned, frozenset(known_variables))
+    return CompiledExpression(source, _compile_cel(scanned.rewritten), variables)
+
+
+def _compile_cel(text: str) -> cel.Program:
+    try:
+        return cel.compile(text)
+    except Exception as exc:  # the binding raises ValueError, but be sure nothing escapes
+        match = _CEL_POSITION.search(str(exc))
+        if match:
+            raise ExpressionError(match[3], int(match[1]), int(match[2])) from None
+        raise ExpressionError(str(exc).splitlines()[0]) from None
+
+
+def _check_names(source: str, scanned: cel_scan.Scan, known: frozenset[str]) -> frozenset[str]:
+    for call in scanned.calls:
+        if not cel_functions.is_known_function(call.name):
+            line, column = cel_scan.line_column(source, call.offset)
+            raise ExpressionError(f"unknown function {call.name!r}", line, column)
+    free = set(scanned.identifiers) - scanned.bound_names - _LITERAL_NAMES
+    for name in sorted(free, key=lambda n: scanned.identifiers[n]):
+        if name not in known:
+            line, column = cel_scan.line_column(source, scanned.identifiers[name])
+            hint = ", ".join(sorted(known))
+            raise ExpressionError(f"unknown variable {name!r} (known: {hint})", line, column)
+    return frozenset(free & known)
+
+
+# Type names usable as values (`type(x) == int`) and the literals the tokenizer sees as names.
+_LITERAL_NAMES = frozenset(
+    {"true", "false", "null", "int", "uint", "double", "bool", "string", "bytes", "list", "map"}
+    | {"null_type", "type", "in"}
+)
+
+
+class _Stop(Exception):
+    """Raised inside a callback to abandon the evaluation; never leaves this module."""
+
+
+class _Budget:
+    """Fuel and deadline for one expression evaluation; every callback charges here."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limit = limits.fuel
+        self.used = 0
+        self.deadline = time.monotonic() + limits.deadline_s
+        self.stopped: EvaluationError | None = None
+        self.sites: dict[int, int] = {}
+
+    def charge(self, units: int) -> None:
+        if self.stopped is not None:
+            raise _Stop()
+        self.used += units
+        if self.used > self.limit:
+            self._stop("budget", f"evaluation budget of {self.limit} units exceeded")
+        if time.monotonic() > self.deadline:
+            self._stop("deadline", "evaluation deadline exceeded")
+
+    def _stop(self, kind: str, message: str) -> None:
+        self.stopped = EvaluationError("", message, kind)
+        raise _Stop()
+
+    def units(self, value: Any) -> int:
+        return value_units(value, cap=self.limit - self.used + 1)
+
+    def tick(self, site: int | None = None) -> bool:
+        if site is None:
+            self.charge(1)
+            return True
+        # Steps of one map/filter site are charged 1 + n/64, a quadratic total, because
+        # each step copies the accumulator. Counts persist across re-entries of a nested
+        # site, which overcharges inner loops; a deliberate bias towards refusing.
+        count = self.sites.get(site, 0)
+        self.sites[site] = count + 1
+        self.charge(1 + count // 64)
+        return True
+
+
+def value_units(value: Any, cap: int = 1 << 62) -> int:
+    """Size of a value as the evaluator pays for it: one per node, plus one per 64 chars.
+
+    Iterative and capped, so measuring a hostile value costs no more than the budget left.
+    """
+    total, stack = 0, [value]
+    while stack and total <= cap:
+        item = stack.pop()
+        total += 1
+        if isinstance(item, str | bytes):
+            total += len(item) // 64
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+            total += len(item)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return total
+
+
+def evaluate(
+    compiled: CompiledExpression,
+    variables: Mapping[str, Any],
+    limits: Limits = DEFAULT_LIMITS,
+) -> Any | EvaluationError:
+    """Run one expression against the input variables; errors come back as values."""
+    budget = _Budget(limits)
+    context = _context(compiled, variables, budget)
+    try:
+        return compiled.program.execute(context)
+    except Exception as exc:  # every failure inside the evaluator becomes a recorded error
+        if budget.stopped is not None:
+            return budget.stopped
+        return EvaluationError("", _describe(exc), _kind(exc))
+
+
+def _context(compiled: CompiledExpression, variables: Mapping[str, Any], budget: _Budget) -> Any:
+    context = cel.Context()
+    for name, fn in cel_functions.metered_functions(budget).items():
+        context.add_function(name, fn)
+    context.add_function(cel_scan.TICK_FUNCTION, budget.tick)
+    costs: dict[str, int] = {}
+
+    def resolve(name: str) -> Any:
+        # Called on every read, even inside loops: charging here bounds nested re-reads.
+        value = variables.get(name)
+        if value is not None:
+            if name not in costs:
+                costs[name] = value_units(value, cap=budget.limit)
+            budget.charge(costs[name])
+        return value
+
+    for name in compiled.variables:
+        if variables.get(name) is None:
+            # A resolver answering None means "not mine"; null has to be a real variable.
+            context.add_variable(name, None)
+    context.set_variable_resolver(resolve)
+    return context
+
+
+def _kind(exc: Exception) -> str:
+    return "type" if isinstance(exc, TypeError) else "runtime"
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, KeyError):
+        return f"no such key: {text}"
+    return text[:500]
+
+
+def as_score(value: Any | EvaluationError, item: str) -> float | EvaluationError:
+    """A criterion's value must be a finite number in [0, 1].
+
+    Out-of-range values are errors, not clamped: a criterion that yields 3.0 is a broken
+    rubric, and clamping would hide it inside plausible-looking rewards.
+    """
+    if isinstance(value, EvaluationError):
+        return _named(value, item)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return EvaluationError(item, f"expected a number in [0, 1], got {_type_name(value)}", "type")
+    score = float(value)
+    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+        return EvaluationError(item, f"score {score!r} is outside [0, 1]", "range")
+    return score
+
+
+def as_bool(value: Any | EvaluationError, item: str) -> bool | EvaluationError:
+    if isinstance(value, EvaluationError):
+        return _named(value, item)
+    if not isinstance(value, bool):
+        return EvaluationError(item, f"expected a bool, got {_type_name(value)}", "type")
+    return value
+
+
+def _named(error: EvaluationError, item: str) -> EvaluationError:
+    return EvaluationError(item, error.message, error.kind)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

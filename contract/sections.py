@@ -1,0 +1,185 @@
+"""The sections of an HCP contract document, as pydantic models.
+
+Every model forbids unknown keys: a misspelt key in a contract would otherwise be silently
+ignored, and the author would believe a rule is in force that is not. Cross-references
+(a trigger naming an unknown specialist, ...) are checked in `document.py`, where every
+problem is collected rather than the first one raised.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from contract.schedule import parse_schedule
+
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+ItemId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")]
+Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+Expression = Annotated[str, Field(min_length=1)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ContractMeta(Section):
+    name: Name
+    description: str
+    schema_version: Literal[1]
+
+
+class RouterSettings(Section):
+    strategy: Literal["learned", "keywords", "fixed"] = "learned"
+    default_specialist: Name
+    min_confidence: Unit = 0.0  # below it the router falls back to the default specialist
+
+
+class Specialist(Section):
+    description: str = ""
+    adapter_alias: Name = "production"  # the alias the harness serves this slot from
+    keywords: list[str] = []
+    priority: int = 0
+    tools: list[ToolName] | None = None  # narrower allowlist for this slot; None: harness-wide
+
+
+class Hook(Section):
+    point: Literal["session_start", "pre_turn", "post_turn", "pre_tool", "post_tool"]
+    name: Name
+    digest: Digest | None = None
+
+
+class Harness(Section):
+    base_model: Annotated[str, Field(min_length=1)]
+    base_model_digest: Digest | None = None
+    router: RouterSettings
+    specialists: Annotated[dict[Name, Specialist], Field(min_length=1)]
+    tool_allowlist: list[ToolName] = []
+    hooks: list[Hook] = []
+    prompts: dict[Name, Digest] = {}
+    skills: dict[Name, Digest] = {}
+
+    @field_validator("tool_allowlist")
+    @classmethod
+    def _as_set(cls, tools: list[str]) -> list[str]:
+        # An allowlist is a set: order and repeats carry no meaning, so neither may change
+        # the content hash.
+        return sorted(set(tools))
+
+    def allows(self, tool: str, specialist: str | None) -> bool:
+        """Whether `tool` was allowed to the specialist that called it."""
+        slot = self.specialists.get(specialist) if specialist else None
+        if slot is not None and slot.tools is not None:
+            return tool in slot.tools
+        return tool in self.tool_allowlist
+
+
+class Criterion(Section):
+    id: ItemId
+    weight: Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+    expression: Expression
+    description: str = ""
+
+    @field_validator("expression")
+    @classmethod
+    def _strip(cls, text: str) -> str:
+        return text.strip()
+
+
+class Gate(Section):
+    id: ItemId
+    expression: Expression
+    description: str = ""
+
+    @field_validator("expression")
+    @classmethod
+    def _strip(cls, text: str) -> str:
+        return text.strip()
+
+
+class AppliesTo(Section):
+    specialists: list[Name] = []  # empty: every specialist
+    event_types: list[str] = []  # the subject must contain one of these; empty: any
+    when: Expression | None = None  # a bool expression over the subject input
+
+
+class Split(Section):
+    held_out_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.1
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
+class Evaluation(Section):
+    subject: Literal["turn", "episode"]
+    applies_to: AppliesTo = AppliesTo()
+    aggregation: Literal["weighted_mean", "min", "geometric_mean"] = "weighted_mean"
+    criteria: Annotated[list[Criterion], Field(min_length=1)]
+    gates: list[Gate] = []
+    split: Split = Split()
+
+    @field_validator("criteria", "gates")
+    @classmethod
+    def _by_id(cls, items: list[Criterion] | list[Gate]) -> list[Criterion] | list[Gate]:
+        # Criteria and gates are sets keyed by id; reordering them must not change the hash.
+        return sorted(items, key=lambda item: item.id)  # type: ignore[return-value]
+
+
+class RewardFloor(Section):
+    threshold: Unit
+    window: Annotated[int, Field(ge=1)]  # the production adapter's most recent N rewards
+
+
+class TriggerPolicy(Section):
+    enabled: bool = True
+    min_new_rewards: Annotated[int, Field(ge=1)] | None = None
+    reward_floor: RewardFloor | None = None
+    schedule: str | None = None  # "every 6h" or a five-field cron line, UTC
+    auto_promote: bool = False
+    gate_margin: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0
+    regression_tolerance: dict[str, Unit] = {}  # criterion id (or "*") -> allowed drop
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, text: str | None) -> str | None:
+        if text is not None:
+            parse_schedule(text)  # raises ValueError with the reason
+        return text
+
+    @model_validator(mode="after")
+    def _fires(self) -> TriggerPolicy:
+        never = self.min_new_rewards is None and self.reward_floor is None and not self.schedule
+        if self.enabled and never:
+            raise ValueError("an enabled policy needs min_new_rewards, reward_floor or schedule")
+        return self
+
+    def tolerance_for(self, criterion_id: str) -> float | None:
+        """Allowed drop of a criterion's held-out mean; None: that criterion is not gated."""
+        return self.regression_tolerance.get(criterion_id, self.regression_tolerance.get("*"))
+
+
+class Training(Section):
+    eligible: Expression = "true"
+    triggers: dict[Name, TriggerPolicy] = {}
+
+    @field_validator("eligible")
+    @classmethod
+    def _strip(cls, text: str) -> str:
+        return text.strip()
+
+
+class ContractDocument(Section):
+    """A whole HCP contract: harness configuration, rubric and training policy."""
+
+    contract: ContractMeta
+    harness: Harness
+    evaluation: Evaluation
+    training: Training = Training()
+
+    @property
+    def name(self) -> str:
+        return self.contract.name
+
+    def criterion(self, criterion_id: str) -> Criterion | None:
+        return next((c for c in self.evaluation.criteria if c.id == criterion_id), None)

@@ -1,0 +1,104 @@
+"""Subjects: the units of experience a contract judges, cut deterministically from a stream.
+
+A stream's events arrive in `stream_seq` order. Two workers that see the same prefix of a
+stream must agree on which subjects are finished and on what each contains, so a subject
+closes only on an event *in the stream* (never on a clock):
+
+- `episode`: the events after the previous `episode.completed` (or from the start of the
+  stream) up to and including the next `episode.completed`. Closed by that event.
+  Id: `episode:<stream_id>:<seq of its episode.completed>`.
+- `turn`: a `turn.user` and everything after it (route decision, tool calls and results,
+  the assistant's answer, feedback on it) up to, not including, the next `turn.user` or
+  `episode.completed`. Closed by that next event, so feedback given right after an answer
+  belongs to the turn. The price: the last turn of a stream that never sends another
+  `turn.user` nor `episode.completed` is never evaluated, and feedback that arrives after
+  the next `turn.user` counts only for the episode. Id: `turn:<stream_id>:<seq of turn.user>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
+from events.model import RecordedEvent
+
+
+@dataclass(frozen=True)
+class Subject:
+    id: str
+    kind: str  # "turn" | "episode"
+    stream_id: str
+    events: tuple[RecordedEvent, ...]
+
+    @property
+    def first_seq(self) -> int:
+        return self.events[0].stream_seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].stream_seq
+
+
+def finished_subjects(stream_events: Sequence[RecordedEvent], kind: str) -> list[Subject]:
+    """Every subject of `kind` that is closed within this prefix of one stream."""
+    events = _ordered(stream_events)
+    if kind == "episode":
+        return _episodes(events)
+    if kind == "turn":
+        return _turns(events)
+    raise ValueError(f"unknown subject kind {kind!r}")
+
+
+def subjects_closed_by_last(stream_events: Sequence[RecordedEvent], kind: str) -> list[Subject]:
+    """The subjects that the last event of this stream prefix closes (zero or one).
+
+    A worker consuming events one by one calls this with the stream read up to the event
+    it received; redelivery yields the same subject again, and the reward store's
+    (subject, contract version) uniqueness makes that harmless.
+    """
+    events = _ordered(stream_events)
+    if not events:
+        return []
+    last = events[-1]
+    return [s for s in finished_subjects(events, kind) if _closing_seq(s, events) == last.stream_seq]
+
+
+def _ordered(stream_events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
+    events = sorted(stream_events, key=lambda event: event.stream_seq)
+    if len({event.stream_id for event in events}) > 1:
+        raise ValueError("subjects are cut from one stream at a time")
+    return events
+
+
+def _episodes(events: list[RecordedEvent]) -> list[Subject]:
+    subjects, start = [], 0
+    for index, event in enumerate(events):
+        if event.type == EPISODE_COMPLETED:
+            part = tuple(events[start : index + 1])
+            subject_id = f"episode:{event.stream_id}:{event.stream_seq}"
+            subjects.append(Subject(subject_id, "episode", event.stream_id, part))
+            start = index + 1
+    return subjects
+
+
+def _turns(events: list[RecordedEvent]) -> list[Subject]:
+    subjects: list[Subject] = []
+    start: int | None = None
+    for index, event in enumerate(events):
+        if event.type not in (TURN_USER, EPISODE_COMPLETED):
+            continue
+        if start is not None:
+            opener = events[start]
+            subject_id = f"turn:{opener.stream_id}:{opener.stream_seq}"
+            part = tuple(events[start:index])
+            subjects.append(Subject(subject_id, "turn", opener.stream_id, part))
+        start = index if event.type == TURN_USER else None
+    return subjects
+
+
+def _closing_seq(subject: Subject, events: list[RecordedEvent]) -> int:
+    if subject.kind == "episode":
+        return subject.last_seq
+    # A turn is closed by the first event after its own that opens or ends something.
+    return next(e.stream_seq for e in events if e.stream_seq > subject.last_seq)

@@ -42,7 +42,13 @@ def make_celery(
         task_reject_on_worker_lost=True,
         task_ignore_result=True,  # status lives in training_runs, not in a result backend
         worker_prefetch_multiplier=1,  # a long task must not sit reserved behind another
-        broker_transport_options={"visibility_timeout": visibility_timeout},
+        broker_transport_options={
+            "visibility_timeout": visibility_timeout,
+            # How often a worker sweeps for messages whose worker vanished; with the
+            # defaults (10 s x every 10th poll) a short timeout would be honoured late.
+            "unacked_restore_interval": max(1, min(10, int(visibility_timeout // 4))),
+            "unacked_restore_throttle": 1 if visibility_timeout < 600 else 10,
+        },
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         hcp_settings=settings,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LOSS_CURVE_POINTS = 50
+PROGRESS_EVERY = 0.5  # seconds between progress writes
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class _Lease:
         self.parts, self.run_id, self.owner, self.seconds = parts, run_id, owner, seconds
         self.lost = threading.Event()
         self._stop = threading.Event()
+        self._last_progress = 0.0
         self._thread = threading.Thread(target=self._renew, name=f"lease-{run_id}", daemon=True)
 
     def __enter__(self) -> _Lease:
@@ -81,7 +84,11 @@ class _Lease:
     def progress(self, step: int, total: int, loss: float) -> None:
         if self.lost.is_set():
             raise LeaseLost(f"run {self.run_id} was taken over; stopping at step {step}")
-        self._beat(step, loss)
+        now = time.monotonic()
+        # At most a few writes a second: a tiny model takes milliseconds a step.
+        if step == 1 or step == total or now - self._last_progress >= PROGRESS_EVERY:
+            self._last_progress = now
+            self._beat(step, loss)
 
 
 def run_training(parts: TrainerParts, run_id: str, worker: str,

@@ -25,11 +25,15 @@ QUADRATIC_MACROS = frozenset({"map", "filter"})
 TICK_FUNCTION = "__hcp_tick"
 RESERVED_PREFIX = "__"
 
+# Strings must end exactly where CEL's lexer ends them: code this pass took for string
+# content would escape the metering rewrite. Raw strings (`r'...'`) have no escapes, so
+# `r'\'` is complete; ordinary strings do, so `'\''` is one quote.
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
   | (?P<comment>//[^\n]*)
-  | (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''
+  | (?P<raw>[bB]?[rR](?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"[^"\n]*"|'[^'\n]*'))
+  | (?P<string>[bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''
         |"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
   | (?P<number>0[xX][0-9a-fA-F]+[uU]?|\d*\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+[uU]?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
@@ -81,6 +85,7 @@ def tokenize(source: str) -> list[Token]:
         kind = match.lastgroup or "punct"
         if kind in ("ws", "comment"):
             continue
+        kind = "string" if kind == "raw" else kind
         if kind == "punct" and match.group() in "'\"":
             raise ScanError("unterminated string literal", match.start())
         tokens.append(Token(kind, match.group(), match.start()))

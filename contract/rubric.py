@@ -19,6 +19,7 @@ Errors are values: `evaluate` returns an `EvaluationError` instead of raising.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
@@ -130,6 +131,16 @@ _LITERAL_NAMES = frozenset(
 
 class _Stop(Exception):
     """Raised inside a callback to abandon the evaluation; never leaves this module."""
+
+
+class _QuietStops(logging.Filter):
+    # The binding logs a warning whenever a Python callback raises. Deliberate stops are
+    # reported as EvaluationError values, so a line per stopped evaluation is only noise.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _Stop.__name__ not in record.getMessage()
+
+
+logging.getLogger("cel").addFilter(_QuietStops())
 
 
 class _Budget:

@@ -147,3 +147,16 @@ def test_evaluation_is_safe_from_many_threads() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(one, range(200)))
     assert results == [(n + 1) // 2 for n in range(200)]
+
+
+HIDING_PREFIXES = [r"r'\' + ", r"'\'' + ", r"'''a\'''' + ", "'//' + ", r"br'\' == b'' || "]
+
+
+@pytest.mark.parametrize("prefix", HIDING_PREFIXES)
+def test_strings_cannot_hide_loops_from_the_meter(prefix: str) -> None:
+    # The scanner must end strings exactly where CEL does, or code would escape metering:
+    # a raw string has no escapes (r'\' is complete), an ordinary one does ('\'' is a quote).
+    source = prefix + "string(items.all(a, items.all(b, items.all(c, a == b))))"
+    assert "comprehensions nested deeper" in refused(source).message
+    if "||" not in prefix:
+        assert run(prefix + "string([1, 2].map(x, x * 2).size())") == run(prefix + "'2'")

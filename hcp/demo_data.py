@@ -36,7 +36,10 @@ TASKS: dict[str, list[tuple[str, str, str]]] = {
         ("Render a heading Hello.", "<h1>Hello</h1>", "hello?"),
     ],
 }
-TOOLS = {"agent": ("search", "calendar"), "coding": ("python",), "chat": (), "genui": ()}
+# Tools each specialist calls; a poor answer sometimes reaches for one it is not allowed.
+TOOLS = {"agent": ("web.search", "web.fetch"), "coding": ("files.read", "python.run"),
+         "chat": (), "genui": ("ui.render",)}
+STRAY_TOOL = "web.search"
 
 
 def synthetic_sessions(count: int, seed: int = 7, quality: float = 0.6,
@@ -69,7 +72,10 @@ def _session(rng: random.Random, session: uuid.UUID, specialist: str, adapter: s
         good_turns += is_good
         yield event("turn.user", text=prompt)
         yield event("route.decided", specialist=specialist, adapter_version=adapter)
-        for tool in TOOLS[specialist][: rng.randint(0, len(TOOLS[specialist]))]:
+        tools = list(TOOLS[specialist][: rng.randint(0, len(TOOLS[specialist]))])
+        if not is_good and specialist in ("coding", "genui") and rng.random() < 0.5:
+            tools.append(STRAY_TOOL)
+        for tool in tools:
             call_id = f"c{turn}-{tool}"
             yield event("tool.called", call_id=call_id, tool=tool, arguments={"q": prompt[:40]})
             yield event("tool.result", call_id=call_id, ok=is_good or rng.random() < 0.5,

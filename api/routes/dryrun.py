@@ -1,0 +1,59 @@
+"""Routes that score history under a contract version: dry runs and re-evaluation jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import ContainerDep, ContractsRead, ContractsWrite
+from evaluators.dryrun import MAX_SUBJECTS, Selection
+from evaluators.service import parts
+
+router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
+
+
+class DryRunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    baseline: int | None = Field(None, ge=1, description="Version to compare with; default: the "
+                                 "draft's parent if published, else the latest published")
+    last: int | None = Field(None, ge=1, le=MAX_SUBJECTS, description="The last N finished subjects")
+    from_position: int | None = Field(None, ge=1, description="First position of a range")
+    to_position: int | None = Field(None, ge=1, description="Last position of a range")
+    top: int = Field(10, ge=0, le=100, description="How many of the largest movers to list")
+
+
+class ReevaluateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    from_position: int = Field(1, ge=1, description="First log position to re-score")
+
+
+@router.post("/{name}/versions/{version}/dry-run")
+def dry_run(name: str, version: int, container: ContainerDep, _: ContractsRead,
+            body: DryRunIn | None = None) -> dict[str, Any]:
+    """Score a version over history and compare it with a baseline; writes nothing."""
+    body = body or DryRunIn()
+    last = body.last if body.last or body.from_position or body.to_position else 500
+    try:
+        selection = Selection(last, body.from_position, body.to_position)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return parts(container).dry_runs.run(name, version, selection, body.baseline, body.top).to_json()
+
+
+@router.get("/{name}/versions/{version}/reevaluation")
+def reevaluation(name: str, version: int, container: ContainerDep,
+                 _: ContractsRead) -> dict[str, Any]:
+    """Re-evaluation jobs of a version with their progress (done_position / to_position)."""
+    container.contracts.get(name, version)  # 404 for an unknown version
+    jobs = parts(container).reevaluations.jobs(name, version)
+    return {"contract": {"name": name, "version": version}, "jobs": [j.to_json() for j in jobs]}
+
+
+@router.post("/{name}/versions/{version}/reevaluation", status_code=202)
+def start_reevaluation(name: str, version: int, container: ContainerDep, _: ContractsWrite,
+                       body: ReevaluateIn | None = None) -> dict[str, Any]:
+    """Start (or find) a re-scoring of history from a position; evaluator workers run it."""
+    body = body or ReevaluateIn()
+    return parts(container).reevaluations.start(name, version, body.from_position).to_json()

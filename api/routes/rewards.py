@@ -1,0 +1,55 @@
+"""Routes of reward records: query by contract version (or the latest published one)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+
+from api.deps import ContainerDep, RewardsRead
+from evaluators.rewards import RewardStore
+from evaluators.service import parse_contract_ref, reward_query
+
+router = APIRouter(prefix="/v1/rewards", tags=["rewards"])
+
+
+@router.get("")
+def list_rewards(
+    container: ContainerDep, _: RewardsRead,
+    contract: Annotated[str | None, Query(description="NAME, NAME@<version> or NAME@latest")] = None,
+    version: Annotated[str | None, Query(pattern=r"^(\d+|latest)$",
+                                         description="A version number, or latest published")] = None,
+    subject_id: str | None = None, stream_id: str | None = None, specialist: str | None = None,
+    eligible: bool | None = None,
+    after: Annotated[int, Query(ge=0, description="Last reward position already seen")] = 0,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+) -> dict[str, Any]:
+    """Reward records in position order; ``version=latest`` means the latest published version."""
+    name, at = (None, None)
+    if contract is not None:
+        try:
+            name, at = parse_contract_ref(contract)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+    if version is not None and at is not None and version != at:
+        raise HTTPException(422, f"contract={contract} and version={version} disagree")
+    if (version or at) and name is None:
+        raise HTTPException(422, "a version needs a contract name")
+    query = reward_query(container.contracts, name, version or at, subject_id=subject_id,
+                         stream_id=stream_id, specialist=specialist, eligible=eligible,
+                         after=after, limit=limit)
+    store = RewardStore(container.engine)
+    found = store.find(query)
+    return {"rewards": [r.to_json() for r in found],
+            "contract": None if name is None else {"name": name, "version": query.contract_version},
+            "next_after": found[-1].position if found else after, "head": store.head()}
+
+
+@router.get("/{reward_id}")
+def get_reward(reward_id: uuid.UUID, container: ContainerDep, _: RewardsRead) -> dict[str, Any]:
+    """One reward record by id."""
+    found = RewardStore(container.engine).get(reward_id)
+    if found is None:
+        raise HTTPException(404, f"no reward {reward_id}")
+    return found.to_json()

@@ -1,0 +1,164 @@
+"""Dry runs: score a draft over recent history, compare with a published version, write nothing.
+
+The subjects are the last N finished subjects of the draft's kind, or those closed by
+events in a position range. Both the draft and the baseline are evaluated afresh on the
+same subject inputs (not read from stored rewards), so the comparison holds even for
+subjects the baseline never scored. The summary itself is contract/dryrun.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from contract.dryrun import DryRunReport, dry_run_report
+from contract.evaluate import Evaluation, split_for
+from contract.rubric import EvaluationError
+from contract.service import PUBLISHED, ContractService, ContractVersion, VersionNotFound
+from contract.subject import Subject
+from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
+from evaluators.active import compile_version
+from evaluators.scoring import ScoringVersion, evaluate
+from evaluators.subjects import SubjectReader
+from events.store import EventStore
+from events.tables import events as events_table
+
+MAX_SUBJECTS = 10_000
+CLOSERS_OF = {"turn": (TURN_USER, EPISODE_COMPLETED), "episode": (EPISODE_COMPLETED,)}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which subjects to score: the ``last`` N, or those closed in [from_position, to_position]."""
+
+    last: int | None = None
+    from_position: int | None = None
+    to_position: int | None = None
+
+    def __post_init__(self) -> None:
+        ranged = self.from_position is not None or self.to_position is not None
+        if (self.last is None) == (not ranged):
+            raise ValueError("choose either the last N subjects or a position range")
+        if self.last is not None and not 1 <= self.last <= MAX_SUBJECTS:
+            raise ValueError(f"last must be between 1 and {MAX_SUBJECTS}")
+        if ranged and (self.from_position or 1) > (self.to_position or 1 << 62):
+            raise ValueError("from_position is after to_position")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"last": self.last, "from_position": self.from_position, "to_position": self.to_position}
+
+
+@dataclass(frozen=True)
+class DryRun:
+    draft: ContractVersion
+    baseline: ContractVersion | None
+    selection: Selection
+    subjects: int
+    truncated: bool  # the range held more than MAX_SUBJECTS subjects; the first ones were used
+    report: DryRunReport
+
+    def to_json(self) -> dict[str, Any]:
+        def ref(v: ContractVersion | None) -> dict[str, Any] | None:
+            return None if v is None else {"name": v.name, "version": v.version, "status": v.status,
+                                           "content_hash": v.content_hash}
+
+        return {"draft": ref(self.draft), "baseline": ref(self.baseline),
+                "selection": self.selection.to_json(), "subjects": self.subjects,
+                "truncated": self.truncated, "report": self.report.to_json()}
+
+
+class DryRuns:
+    def __init__(self, engine: Engine, store: EventStore, contracts: ContractService) -> None:
+        self.engine, self.store, self.contracts = engine, store, contracts
+        self.subjects = SubjectReader(engine, store)
+
+    def run(self, name: str, version: int, selection: Selection, baseline: int | None = None,
+            top: int = 10) -> DryRun:
+        """Score version ``version`` (typically a draft) and ``baseline`` over ``selection``."""
+        draft = self.contracts.get(name, version)
+        base = self._baseline(draft, baseline)
+        scoring = compile_version(draft)
+        subjects, truncated = self._select(scoring.subject_kind, selection)
+        draft_evals, base_evals = [], []
+        base_scoring = compile_version(base) if base is not None else None
+        for subject in subjects:
+            inputs: dict[int, dict[str, Any]] = {}
+            draft_evals.append(_safe(subject, scoring, inputs))
+            if base_scoring is not None:
+                base_evals.append(_safe(subject, base_scoring, inputs))
+        report = dry_run_report(draft_evals, base_evals, top=top)
+        return DryRun(draft, base, selection, len(subjects), truncated, report)
+
+    def _baseline(self, draft: ContractVersion, chosen: int | None) -> ContractVersion | None:
+        if chosen is not None:
+            return self.contracts.get(draft.name, chosen)
+        # Default: the version the draft was edited from, if published; else the latest
+        # published one; with none, the report has no comparison.
+        if draft.parent_version is not None:
+            parent = self.contracts.get(draft.name, draft.parent_version)
+            if parent.status == PUBLISHED:
+                return parent
+        try:
+            latest = self.contracts.latest_published(draft.name)
+        except VersionNotFound:
+            return None
+        return latest if latest.version != draft.version else None
+
+    def _select(self, kind: str, selection: Selection) -> tuple[list[Subject], bool]:
+        if selection.last is not None:
+            return self._last(kind, selection.last), False
+        lo, hi = selection.from_position or 1, selection.to_position or self.store.head()
+        subjects: list[Subject] = []
+        after = lo - 1
+        while after < hi and len(subjects) <= MAX_SUBJECTS:
+            page = self._closers(kind, after, hi, limit=2000, newest_first=False)
+            if not page:
+                break
+            subjects += self.subjects.closed_at(_by_stream(page), {kind})
+            after = page[-1][0]
+        subjects.sort(key=lambda s: s.events[-1].position)
+        return subjects[:MAX_SUBJECTS], len(subjects) > MAX_SUBJECTS
+
+    def _last(self, kind: str, n: int) -> list[Subject]:
+        subjects: list[Subject] = []
+        before = self.store.head()
+        while len(subjects) < n and before > 0:
+            page = self._closers(kind, 0, before, limit=max(2 * (n - len(subjects)), 200),
+                                 newest_first=True)
+            if not page:
+                break
+            subjects += self.subjects.closed_at(_by_stream(page), {kind})
+            before = page[-1][0] - 1
+        subjects.sort(key=lambda s: s.events[-1].position, reverse=True)
+        return sorted(subjects[:n], key=lambda s: s.events[-1].position)
+
+    def _closers(self, kind: str, after: int, upto: int, limit: int,
+                 newest_first: bool) -> list[tuple[int, str, int]]:
+        e = events_table.c
+        order = e.position.desc() if newest_first else e.position
+        query = (select(e.position, e.stream_id, e.stream_seq)
+                 .where(e.type.in_(CLOSERS_OF[kind]), e.position > after, e.position <= upto)
+                 .order_by(order).limit(limit))
+        with self.engine.connect() as conn:
+            return [(int(r[0]), str(r[1]), int(r[2])) for r in conn.execute(query)]
+
+
+def _by_stream(closers: Sequence[tuple[int, str, int]]) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for _position, stream, seq in closers:
+        found.setdefault(stream, []).append(seq)
+    return found
+
+
+def _safe(subject: Subject, version: ScoringVersion, inputs: dict[int, dict[str, Any]]) -> Evaluation:
+    try:
+        return evaluate(subject, version, inputs)[0]
+    except Exception as exc:  # report it like a rubric error; a dry run must not die on one subject
+        split = version.compiled.document.evaluation.split
+        return Evaluation(subject.id, version.ref.content_hash, True, None, {}, {}, False,
+                          split_for(subject.id, split.held_out_fraction, split.seed), False,
+                          (EvaluationError("evaluator", f"{type(exc).__name__}: {exc}", "internal"),))

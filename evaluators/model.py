@@ -1,0 +1,150 @@
+"""Reward records as frozen values, and how one is made from an evaluation. Pure: no I/O."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from contract.evaluate import Evaluation
+from contract.subject import Subject
+
+# Stored with every reward: which scoring code produced it, next to the contract's hash.
+EVALUATOR_VERSION = "evaluator-1"
+
+# Reward ids are derived, not random: a subject re-scored under the same version after a
+# crash gets the same id, so a consumer of hcp.rewards can de-duplicate on it too.
+_REWARD_NAMESPACE = uuid.UUID("6d1c7f0e-2b55-4d8e-9a41-3f5b8e0c9a17")
+
+
+@dataclass(frozen=True)
+class VersionRef:
+    """A published contract version as a reward names it."""
+
+    name: str
+    version: int
+    content_hash: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True)
+class RewardRecord:
+    """One subject judged under one contract version; ``position`` is set when stored."""
+
+    reward_id: uuid.UUID
+    subject_id: str
+    subject_kind: str
+    stream_id: str
+    first_position: int
+    last_position: int
+    event_ids: tuple[str, ...]
+    contract_name: str
+    contract_version: int
+    contract_hash: str
+    evaluator_version: str
+    score: float | None  # None exactly when ``errors`` is non-empty: never a silent zero
+    components: Mapping[str, float]
+    gates: Mapping[str, bool]
+    split: str
+    specialist: str | None
+    adapter_version: str | None
+    eligible: bool
+    errors: tuple[Mapping[str, str], ...] = ()
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    position: int | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """The uniqueness key: one reward per (subject, contract version)."""
+        return (self.subject_id, self.contract_name, self.contract_version)
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented wire form (API responses and hcp.rewards values)."""
+        return {
+            "reward_id": str(self.reward_id),
+            "position": self.position,
+            "subject": {
+                "id": self.subject_id,
+                "kind": self.subject_kind,
+                "stream_id": self.stream_id,
+                "first_position": self.first_position,
+                "last_position": self.last_position,
+                "event_ids": list(self.event_ids),
+            },
+            "contract": {"name": self.contract_name, "version": self.contract_version,
+                         "content_hash": self.contract_hash},
+            "evaluator_version": self.evaluator_version,
+            "score": self.score,
+            "components": dict(sorted(self.components.items())),
+            "gates": dict(sorted(self.gates.items())),
+            "split": self.split,
+            "specialist": self.specialist,
+            "adapter_version": self.adapter_version,
+            "eligible": self.eligible,
+            "errors": [dict(e) for e in self.errors],
+            "created_at": self.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
+        }
+
+
+def reward_id_for(subject_id: str, name: str, version: int) -> uuid.UUID:
+    return uuid.uuid5(_REWARD_NAMESPACE, f"{subject_id}\x00{name}\x00{version}")
+
+
+def reward_for(subject: Subject, version: VersionRef, evaluation: Evaluation,
+               subject_input: Mapping[str, Any]) -> RewardRecord:
+    """The record of an applicable evaluation (errors included: they are recorded, not dropped)."""
+    errors = tuple(e.to_json() for e in evaluation.errors)
+    return RewardRecord(
+        reward_id=reward_id_for(subject.id, version.name, version.version),
+        subject_id=subject.id, subject_kind=subject.kind, stream_id=subject.stream_id,
+        first_position=subject.events[0].position, last_position=subject.events[-1].position,
+        event_ids=tuple(str(e.event_id) for e in subject.events),
+        contract_name=version.name, contract_version=version.version,
+        contract_hash=version.content_hash, evaluator_version=EVALUATOR_VERSION,
+        score=None if errors else evaluation.score,
+        components=dict(evaluation.components), gates=dict(evaluation.gates),
+        split=evaluation.split, specialist=_text(subject_input.get("specialist")),
+        adapter_version=_text(subject_input.get("adapter_version")),
+        eligible=evaluation.eligible and not errors, errors=errors,
+    )
+
+
+def failed_reward(subject: Subject, version: VersionRef, message: str, split: str) -> RewardRecord:
+    """A subject the evaluator itself could not process (a bug, not a rubric error):
+    still one record, so it is visible and the worker does not stop on it."""
+    error = {"item": "evaluator", "message": message[:500], "kind": "internal"}
+    return RewardRecord(
+        reward_id=reward_id_for(subject.id, version.name, version.version),
+        subject_id=subject.id, subject_kind=subject.kind, stream_id=subject.stream_id,
+        first_position=subject.events[0].position, last_position=subject.events[-1].position,
+        event_ids=tuple(str(e.event_id) for e in subject.events),
+        contract_name=version.name, contract_version=version.version,
+        contract_hash=version.content_hash, evaluator_version=EVALUATOR_VERSION, score=None,
+        components={}, gates={}, split=split, specialist=None, adapter_version=None,
+        eligible=False, errors=(error,),
+    )
+
+
+def errors_text(errors: Sequence[Mapping[str, str]]) -> str | None:
+    """The ``error`` column: the errors as JSON, or NULL when there are none."""
+    return json.dumps([dict(e) for e in errors], sort_keys=True) if errors else None
+
+
+def errors_from_text(text: str | None) -> tuple[dict[str, str], ...]:
+    if not text:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ({"item": "", "message": text, "kind": "runtime"},)
+    return tuple(value) if isinstance(value, list) else ({"item": "", "message": text, "kind": ""},)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

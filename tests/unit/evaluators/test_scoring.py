@@ -1,0 +1,106 @@
+"""Scoring finished subjects into reward records: what gets recorded, and what does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract.document import parse_contract
+from contract.evaluate import compile_contract
+from contract.subject import finished_subjects
+from evaluators import scoring
+from evaluators.model import EVALUATOR_VERSION, VersionRef, reward_id_for
+from evaluators.scoring import ScoringVersion, score_subject
+from tests.unit.evaluators.factories import MISSING_FIELD, Stream, contract_text
+
+
+def version(text: str, number: int = 1) -> ScoringVersion:
+    compiled = compile_contract(parse_contract(text))
+    return ScoringVersion(VersionRef("default", number, compiled.content_hash), compiled)
+
+
+def first_turn(thumbs: str | None = "up") -> tuple[Stream, list]:
+    stream = Stream(first_position=100)
+    stream.turn(thumbs=thumbs)
+    stream.turn()
+    return stream, finished_subjects(stream.events, "turn")
+
+
+def test_a_reward_carries_subject_contract_score_and_provenance() -> None:
+    stream, [subject] = first_turn()
+    v = version(contract_text())
+
+    [reward] = score_subject(subject, [v])
+
+    assert (reward.subject_id, reward.subject_kind) == (f"turn:{stream.stream_id}:1", "turn")
+    assert (reward.first_position, reward.last_position) == (100, 102)
+    assert reward.event_ids == tuple(str(e.event_id) for e in stream.events[:3])
+    assert (reward.contract_name, reward.contract_version, reward.contract_hash) == (
+        "default", 1, v.compiled.content_hash)
+    assert reward.evaluator_version == EVALUATOR_VERSION
+    assert reward.score == 1.0 and reward.components == {"answered": 1.0, "feedback": 1.0}
+    assert reward.split in ("train", "held_out")
+    assert reward.eligible == (reward.split == "train")
+    assert (reward.specialist, reward.adapter_version) == ("chat", "chat@1")
+    assert reward.errors == ()
+    assert reward.reward_id == reward_id_for(subject.id, "default", 1)
+
+
+def test_each_applicable_version_scores_and_other_kinds_do_not() -> None:
+    _, [subject] = first_turn(thumbs="down")
+    versions = [version(contract_text(), 1), version(contract_text(answered_weight=3.0), 2),
+                version(contract_text(subject="episode"), 3)]
+
+    rewards = score_subject(subject, versions)
+
+    assert [r.contract_version for r in rewards] == [1, 2]
+    assert [r.score for r in rewards] == [0.5, 0.75]
+
+
+def test_an_expression_that_cannot_evaluate_is_a_recorded_error_not_a_zero() -> None:
+    _, [subject] = first_turn()
+
+    [reward] = score_subject(subject, [version(contract_text(feedback=MISSING_FIELD))])
+
+    assert reward.score is None
+    assert not reward.eligible
+    assert [e["item"] for e in reward.errors] == ["criterion:feedback"]
+    assert "rating_hint" in reward.errors[0]["message"]
+    assert reward.components == {"answered": 1.0}
+
+
+def test_a_version_that_does_not_apply_writes_nothing() -> None:
+    _, [subject] = first_turn()
+    extra = '\n[evaluation.applies_to]\nspecialists = ["coding"]\n'
+
+    assert score_subject(subject, [version(contract_text(extra=extra))]) == []
+
+
+def test_a_crash_inside_scoring_is_recorded_and_the_next_version_still_scores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _, [subject] = first_turn()
+    broken, fine = version(contract_text(), 1), version(contract_text(answered_weight=2.0), 2)
+    real = scoring.build_input
+
+    def build_input(subject, harness):  # type: ignore[no-untyped-def]
+        if harness is broken.compiled.document.harness:
+            raise RuntimeError("boom")
+        return real(subject, harness)
+
+    monkeypatch.setattr(scoring, "build_input", build_input)
+    failed, ok = score_subject(subject, [broken, fine])
+
+    assert failed.score is None and failed.errors[0]["kind"] == "internal"
+    assert "boom" in failed.errors[0]["message"]
+    assert ok.score == 1.0
+
+
+def test_reward_json_is_the_wire_form() -> None:
+    _, [subject] = first_turn()
+    [reward] = score_subject(subject, [version(contract_text())])
+
+    body = reward.to_json()
+
+    assert body["subject"]["id"] == subject.id
+    assert body["contract"] == {"name": "default", "version": 1,
+                                "content_hash": reward.contract_hash}
+    assert body["errors"] == [] and body["score"] == 1.0

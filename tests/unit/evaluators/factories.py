@@ -78,9 +78,10 @@ def conversation(store: EventStore, turns: int = 2, complete: bool = True,
                            {"specialist": specialist, "adapter_version": f"{specialist}@1"}, metadata=meta),
                   NewEvent(stream, "turn.assistant", {"text": f"answer {i}"}, metadata=meta)]
         if thumbs:
-            batch.append(NewEvent(stream, "feedback.given", {"thumbs": thumbs}, metadata=meta))
+            batch.append(NewEvent(stream, "feedback.given", {"thumbs": thumbs}, schema_version=2,
+                                  metadata=meta))
     if complete:
-        batch.append(NewEvent(stream, "episode.completed", {"outcome": "resolved"}, metadata=meta))
+        batch.append(NewEvent(stream, "episode.completed", {"outcome": "success"}, metadata=meta))
     store.append(batch)
     return stream
 

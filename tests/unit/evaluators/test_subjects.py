@@ -12,11 +12,11 @@ def busy_stream() -> Stream:
     stream.add("session.started")
     stream.turn(thumbs="up")
     stream.turn(answer=None)
-    stream.add("episode.completed", outcome="resolved")
+    stream.add("episode.completed", outcome="success")
     stream.add("feedback.given", thumbs="down")  # between episodes: in no turn
     stream.turn()
     stream.turn(thumbs="down")
-    stream.add("episode.completed", outcome="failed")
+    stream.add("episode.completed", outcome="failure")
     stream.turn()
     return stream
 

@@ -30,7 +30,13 @@ class CeleryDispatcher:
 
 
 class InProcessDispatcher:
-    """Embedded mode: each run trains in a thread of this process (no broker)."""
+    """Embedded mode: each run trains in a thread of this process (no broker).
+
+    Runs take turns: training sets process-wide torch state (the RNG, deterministic
+    algorithms), so two at once in one process would make each other irreproducible.
+    """
+
+    _one_at_a_time = threading.Lock()
 
     def __init__(self, parts: Callable[[], TrainerParts], config: RunnerConfig | None = None) -> None:
         self._parts, self.config = parts, config or RunnerConfig()
@@ -46,7 +52,8 @@ class InProcessDispatcher:
 
     def run_now(self, run_id: str) -> RunOutcome:
         """Train in the calling thread (the CLI, which shows progress meanwhile)."""
-        outcome = run_training(self._parts(), run_id, self.worker, self.config)
+        with self._one_at_a_time:
+            outcome = run_training(self._parts(), run_id, self.worker, self.config)
         self.outcomes[run_id] = outcome
         return outcome
 

@@ -238,3 +238,27 @@ def test_a_published_contract_supplies_the_policy_until_one_is_configured(parts)
     assert genui.source == "none" and not genui.policy.enabled
     parts.policies.configure("coding", TriggerPolicy(enabled=False), "tester")
     assert parts.policies.effective("coding").source == "api"
+
+
+def test_the_production_adapters_falling_reward_fires_a_drift_run(parts, seeded):
+    root = fake_train(parts, parts.triggers.fire_manual("coding", "t", "root").run_id)
+    parts.aliases.move("coding", "production", root.adapter_id, "tester", "serve")
+    parts.policies.configure("coding", TriggerPolicy(reward_floor=0.5, reward_window=3), "tester")
+    for i in range(3):
+        seed_reward(parts.engine, parts.store, "coding", f"served {i}", "meh", 0.2,
+                    contract=("default", 1, seeded), adapter_version=root.adapter_id)
+    fired = {r.specialist: r for r in parts.triggers.evaluate()}["coding"].fired
+    assert fired is not None and fired.policy == "drift" and fired.parent_key == root.adapter_id
+    assert "0.2000" in fired.reason and "below 0.5" in fired.reason
+
+
+def test_a_run_can_register_only_one_version(parts, seeded):
+    from sqlalchemy.exc import IntegrityError
+
+    from trainer.registry import register_in
+
+    run_id = parts.triggers.fire_manual("coding", "t", "a").run_id
+    fake_train(parts, run_id)
+    run = parts.runs.get(run_id)
+    with pytest.raises(IntegrityError), parts.engine.begin() as conn:
+        register_in(conn, parts.store, run, [], {}, "b" * 64, "file:///b", "candidate", "w")

@@ -66,13 +66,13 @@ def parts(env: dict[str, str], tmp_path: Path) -> Iterator[TrainerParts]:
 
 
 @pytest.fixture
-def start_worker(env: dict[str, str], tmp_path: Path) -> Iterator[Callable[[str], subprocess.Popen]]:
+def start_worker(env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen]]:
     workers: list[subprocess.Popen] = []
 
-    def start(name: str) -> subprocess.Popen:
+    def start(name: str, pool: str = "solo") -> subprocess.Popen:
         log = (tmp_path / f"{name}.log").open("w")
         proc = subprocess.Popen(
-            [str(BIN / "hcp"), "trainer", "--pool", "solo", "--loglevel", "info",
+            [str(BIN / "hcp"), "trainer", "--pool", pool, "--loglevel", "info",
              "--visibility-timeout", str(VISIBILITY), "--lease-seconds", str(LEASE)],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         workers.append(proc)
@@ -122,7 +122,7 @@ def test_a_trigger_fires_once_and_the_worker_trains_registers_and_chains(parts, 
     run_id = runs[0].run_id
     assert sum("fired" in out and run_id in out for out in outputs) == 2  # one fired, one found it
 
-    start_worker("worker-a")
+    start_worker("worker-a", pool="prefork")  # the default pool: tasks run in a child
     wait_for(finished(parts, run_id), 120, "the root run")
     run = parts.runs.get(run_id)
     assert run.status == "succeeded", run.error

@@ -77,9 +77,9 @@ class RewardStore:
             position += 1
             created.append(replace(record, position=position))
         if created and conn.dialect.driver == "psycopg":
-            _copy_rows(conn, [_to_row(r) for r in created])
+            copy_rows(conn, [to_row(r) for r in created])
         elif created:
-            conn.execute(rr.insert(), [_to_row(r) for r in created])
+            conn.execute(rr.insert(), [to_row(r) for r in created])
         return created
 
     def _existing(self, conn: Connection, subject_ids: list[str]) -> set[tuple[str, str, int]]:
@@ -133,20 +133,23 @@ def lock_rewards(conn: Connection) -> None:
 _IDS = bindparam("ids", type_=ARRAY(String))
 _COLUMNS = [column.name for column in rr.columns]
 _JSON_COLUMNS = frozenset({"event_ids", "components", "gates"})
-_COPY = f"COPY reward_records ({', '.join(_COLUMNS)}) FROM STDIN"
 
 
-def _copy_rows(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    # COPY inside the caller's transaction, like the event store: several times cheaper
-    # per row than a multi-row INSERT, and it commits (or not) with everything else.
+def copy_rows(conn: Connection, rows: list[dict[str, Any]], table: str = "reward_records") -> None:
+    """COPY rows (``to_row`` dicts) into ``table`` inside the caller's transaction.
+
+    Like the event store: several times cheaper per row than a multi-row INSERT, and it
+    commits (or not) with everything else in the transaction.
+    """
     raw = conn.connection.driver_connection
     assert raw is not None
-    with raw.cursor() as cursor, cursor.copy(_COPY) as copy:
+    statement = f"COPY {table} ({', '.join(_COLUMNS)}) FROM STDIN"
+    with raw.cursor() as cursor, cursor.copy(statement) as copy:
         for row in rows:
             copy.write_row([Json(row[name]) if name in _JSON_COLUMNS else row[name] for name in _COLUMNS])
 
 
-def _to_row(record: RewardRecord) -> dict[str, Any]:
+def to_row(record: RewardRecord) -> dict[str, Any]:
     return {
         "position": record.position, "reward_id": record.reward_id, "subject_id": record.subject_id,
         "subject_kind": record.subject_kind, "stream_id": record.stream_id,

@@ -10,7 +10,7 @@ from evaluators.dryrun import DryRuns
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardQuery, RewardStore
 from evaluators.worker import Evaluator
-from events.feed import LogReader, open_event_reader
+from events.feed import KafkaLogReader, LogReader, open_event_reader
 from events.model import RecordedEvent
 
 if TYPE_CHECKING:
@@ -38,11 +38,25 @@ def parts(container: Container) -> EvaluatorParts:
 
 
 def evaluator(container: Container, group: str = DEFAULT_GROUP, batch_size: int = 500,
-              reader: LogReader[RecordedEvent] | None = None) -> Evaluator:
+              reader: LogReader[RecordedEvent] | None = None,
+              session_timeout_s: float = 10.0) -> Evaluator:
     """A worker in consumer group ``group``: Kafka when configured, else the database log."""
     p = parts(container)
     return Evaluator(container.store, container.contracts, p.rewards, p.reevaluations,
-                     reader or open_event_reader(container, group), batch_size)
+                     reader or event_reader(container, group, session_timeout_s), batch_size)
+
+
+def event_reader(container: Container, group: str,
+                 session_timeout_s: float = 10.0) -> LogReader[RecordedEvent]:
+    settings = container.settings
+    if not settings.kafka_bootstrap:
+        return open_event_reader(container, group)
+    # The session timeout is how long a dead worker's partitions wait before another
+    # member takes them over (the client's default is 45 s); a live worker heartbeats
+    # from a background thread, so a long batch does not count against it.
+    timeout_ms = int(session_timeout_s * 1000)
+    return KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, group,
+                          session_timeout_ms=timeout_ms, heartbeat_interval_ms=max(500, timeout_ms // 3))
 
 
 def parse_contract_ref(text: str) -> tuple[str, str | None]:

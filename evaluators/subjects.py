@@ -8,22 +8,24 @@ events in the stream, never on a clock).
 
 A subject never spans an ``episode.completed`` (an episode ends there, and a turn ends at
 the next ``turn.user`` or ``episode.completed``), so for a stream it is enough to read from
-the last ``episode.completed`` before the first closing event in the batch: one bounded
-read per stream instead of the whole conversation every time.
+the last ``episode.completed`` before the first closing event in the batch, up to the
+last one: bounded reads, all streams of a batch in one query.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import BigInteger, String, and_, select, text
 from sqlalchemy.engine import Connection, Engine
 
 from contract.subject import Subject, finished_subjects
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
 from events.model import RecordedEvent
-from events.store import EventStore
+from events.store import EventStore, _from_row, _upcast
+from events.tables import events as events_table
 from hcp.db import is_postgres
 
 # Only these event types can close a subject of either kind.
@@ -76,37 +78,56 @@ class SubjectReader:
         if not closers or not kinds:
             return []
         with self.engine.connect() as conn:
-            starts = window_starts(conn, {stream: seqs[0] for stream, seqs in closers.items()})
+            windows = read_windows(conn, {stream: (seqs[0], seqs[-1]) for stream, seqs in closers.items()})
         subjects: list[Subject] = []
         for stream, seqs in closers.items():
-            start = starts.get(stream, 0)
-            window = self.store.read_stream(stream, after_seq=start, limit=seqs[-1] - start)
-            subjects += subjects_closed_at(window, seqs, kinds)
+            subjects += subjects_closed_at(windows.get(stream, []), seqs, kinds)
         return subjects
 
 
-def window_starts(conn: Connection, first_closer: dict[str, int]) -> dict[str, int]:
-    """Per stream, the seq of the last ``episode.completed`` before its first closer (0: none).
+def read_windows(conn: Connection, closers: dict[str, tuple[int, int]]) -> dict[str, list[RecordedEvent]]:
+    """Per stream, its events after the last ``episode.completed`` before the first closer,
+    up to the last closer, in seq order.
 
-    One round trip for every stream of the batch: a query per stream cost more than the
-    scoring itself on short polls.
+    One query for every stream of the batch: a read per stream cost as much as scoring the
+    subjects (a connection checkout and a round trip for each of hundreds of streams).
     """
+    e = events_table.c
     if is_postgres(conn):
-        rows = conn.execute(_PG_STARTS, {"ids": list(first_closer), "seqs": list(first_closer.values()),
-                                         "type": EPISODE_COMPLETED})
+        windows = _PG_WINDOWS.bindparams(ids=list(closers), firsts=[f for f, _ in closers.values()],
+                                         lasts=[last for _, last in closers.values()],
+                                         type=EPISODE_COMPLETED)
     else:
-        pairs = json.dumps([[stream, seq] for stream, seq in first_closer.items()])
-        rows = conn.execute(_SQLITE_STARTS, {"pairs": pairs, "type": EPISODE_COMPLETED})
-    return {row[0]: int(row[1] or 0) for row in rows}
+        pairs = json.dumps([[stream, first, last] for stream, (first, last) in closers.items()])
+        windows = _SQLITE_WINDOWS.bindparams(pairs=pairs, type=EPISODE_COMPLETED)
+    w = windows.columns(stream_id=String, start=BigInteger, stop=BigInteger).subquery("w")
+    query = (select(events_table)
+             .join(w, and_(e.stream_id == w.c.stream_id, e.stream_seq > w.c.start,
+                           e.stream_seq <= w.c.stop))
+             .order_by(e.stream_id, e.stream_seq))
+    found: dict[str, list[RecordedEvent]] = {}
+    for row in conn.execute(query):
+        event = recorded_event(row._mapping)
+        found.setdefault(event.stream_id, []).append(event)
+    return found
 
 
-_PG_STARTS = text(
-    "SELECT w.stream_id, (SELECT max(e.stream_seq) FROM events e WHERE e.stream_id = w.stream_id "
-    "AND e.stream_seq < w.seq AND e.type = :type) "
-    "FROM unnest(CAST(:ids AS text[]), CAST(:seqs AS bigint[])) AS w(stream_id, seq)"
+def recorded_event(row: Any) -> RecordedEvent:
+    # The store's own row mapping and upcasting, so a window reads exactly like
+    # read_stream would. (Private there: worth a public ``read_windows`` on the port.)
+    return _upcast(_from_row(row))
+
+
+_PG_WINDOWS = text(
+    "SELECT w.stream_id, COALESCE((SELECT max(e.stream_seq) FROM events e "
+    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type = :type), 0) AS start, "
+    "w.last AS stop FROM unnest(CAST(:ids AS text[]), CAST(:firsts AS bigint[]), "
+    "CAST(:lasts AS bigint[])) AS w(stream_id, first, last)"
 )
-_SQLITE_STARTS = text(
-    "SELECT json_extract(w.value, '$[0]'), (SELECT max(e.stream_seq) FROM events e "
-    "WHERE e.stream_id = json_extract(w.value, '$[0]') AND e.stream_seq < json_extract(w.value, '$[1]') "
-    "AND e.type = :type) FROM json_each(:pairs) AS w"
+_SQLITE_WINDOWS = text(
+    "SELECT w.stream_id, COALESCE((SELECT max(e.stream_seq) FROM events e "
+    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type = :type), 0) AS start, "
+    "w.last AS stop FROM (SELECT json_extract(value, '$[0]') AS stream_id, "
+    "json_extract(value, '$[1]') AS first, json_extract(value, '$[2]') AS last "
+    "FROM json_each(:pairs)) AS w"
 )

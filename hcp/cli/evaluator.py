@@ -54,11 +54,13 @@ def run_evaluator(
                               "running re-evaluations, then exit"),
     group: str = typer.Option(DEFAULT_GROUP, help="Consumer group (Kafka) or checkpoint name"),
     batch_size: int = typer.Option(500, help="Most events scored per poll"),
+    session_timeout: float = typer.Option(10.0, help="Seconds before a silent worker's Kafka "
+                                          "partitions go to another member (broker minimum: 6)"),
 ) -> None:
     """Score finished subjects under every active contract version; re-score history on publish."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     with _container() as container:
-        worker = evaluator(container, group, batch_size)
+        worker = evaluator(container, group, batch_size, session_timeout_s=session_timeout)
         source = container.settings.events_topic if container.settings.kafka_bootstrap else "database log"
         try:
             if once:

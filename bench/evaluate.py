@@ -1,0 +1,235 @@
+"""Evaluator benchmark: reward records/s for a five-criterion contract over a log of N events,
+against the ceiling of reading those events and bulk-inserting as many reward rows; and
+the rate of re-evaluating that history under a newly published version.
+
+    .venv/bin/python bench/evaluate.py [--events 100000] [--batch 500] [--sqlite]
+
+Needs PostgreSQL (scripts/services.sh up) unless --sqlite. It creates a throw-away
+database, writes N events (three-turn conversations with routing, tool calls and
+feedback) and prints:
+
+* evaluator: the embedded worker (database log, one process) from the first poll until
+  every subject is scored and committed: rewards/s and events/s;
+* ceiling: in the same run, reading the same N events from the store and COPYing the same
+  number of reward rows into a bare table shaped like reward_records (no keys, no
+  triggers, no scoring); and the ratio;
+* re-evaluation: a second version published, its history job run to the end: rewards/s
+  and events/s, and its ratio to the ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from sqlalchemy import Column, MetaData, Table, text
+from sqlalchemy.engine import Engine, make_url
+
+from evaluators.model import reward_id_for
+from evaluators.reevaluation import Reevaluations
+from evaluators.rewards import RewardQuery, RewardStore, copy_rows, to_row
+from evaluators.service import evaluator
+from evaluators.tables import reward_records
+from events.feed import DatabaseLogReader
+from events.model import EventMetadata, NewEvent
+from hcp import migrate
+from hcp.bootstrap import Container
+from hcp.db import make_engine
+from hcp.settings import Settings
+
+CONTRACT = """
+[contract]
+name = "{name}"
+description = "five criteria, one gate"
+schema_version = 1
+
+[harness]
+base_model = "hcp-tiny"
+tool_allowlist = ["web.search", "files.read"]
+
+[harness.router]
+default_specialist = "chat"
+
+[harness.specialists.chat]
+[harness.specialists.coding]
+
+[evaluation]
+subject = "turn"
+
+[[evaluation.criteria]]
+id = "answered"
+weight = {w}
+expression = "counts.answered_turns > 0 ? 1.0 : 0.0"
+
+[[evaluation.criteria]]
+id = "feedback"
+weight = 2.0
+expression = "feedback.count > 0 ? (feedback.rating + 1.0) / 2.0 : 0.5"
+
+[[evaluation.criteria]]
+id = "brevity"
+weight = 1.0
+expression = "size(assistant_text) <= 400 ? 1.0 : 0.5"
+
+[[evaluation.criteria]]
+id = "tools"
+weight = 1.0
+expression = '''counts.tool_calls == 0 ? 1.0
+    : double(counts.tool_calls - counts.tool_errors) / double(counts.tool_calls)'''
+
+[[evaluation.criteria]]
+id = "on_topic"
+weight = 0.5
+expression = "user_text.contains('help') ? 1.0 : 0.8"
+
+[[evaluation.gates]]
+id = "allowed_tools"
+expression = "counts.tools_disallowed == 0"
+
+[training]
+eligible = "score >= 0.6"
+"""
+
+
+def main() -> None:
+    args = parse_args()
+    with database(args) as url:
+        engine = make_engine(url)
+        container = Container(Settings(database_url=url, kafka_bootstrap=""), engine)
+        contracts, rewards = container.contracts, RewardStore(engine)
+        publish(container, 1)
+        jobs = Reevaluations(engine, container.store, contracts, rewards)
+        jobs.run(jobs.start("bench", 1).job_id)  # history is empty now: all live scoring below
+        write_events(container, args.events)
+        events = container.store.head()
+        print(f"log:          {events:,} events")
+
+        worker = evaluator(container, "bench", args.batch,
+                           reader=DatabaseLogReader(engine, container.store, "bench"))
+        started = time.perf_counter()
+        totals = worker.drain(timeout=3600)
+        seconds = time.perf_counter() - started
+        rate = totals.rewards / seconds
+        print(f"evaluator:    {totals.rewards:,} rewards from {totals.events:,} events in "
+              f"{seconds:.2f} s = {rate:,.0f} rewards/s, {totals.events / seconds:,.0f} events/s")
+
+        ceiling = ceiling_rate(container, rewards, totals.rewards)
+        print(f"ceiling:      read {events:,} events + COPY {totals.rewards:,} reward rows "
+              f"into a bare table: {ceiling:,.0f} rows/s")
+        print(f"ratio:        {rate / ceiling:.3f}")
+
+        publish(container, 2)
+        started = time.perf_counter()
+        job = jobs.run(jobs.start("bench", 2).job_id)
+        seconds = time.perf_counter() - started
+        rescored = rewards.count("bench", 2)
+        print(f"re-evaluate:  {rescored:,} rewards over {job.to_position:,} positions in "
+              f"{seconds:.2f} s = {rescored / seconds:,.0f} rewards/s, "
+              f"{job.to_position / seconds:,.0f} events/s (ratio to ceiling "
+              f"{rescored / seconds / ceiling:.3f})")
+        engine.dispose()
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--postgres", default=os.environ.get(
+        "HCP_TEST_POSTGRES_URL", "postgresql+psycopg://hcp:hcp@127.0.0.1:5432/hcp_test"))
+    parser.add_argument("--sqlite", action="store_true", help="Use a SQLite file instead")
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=500, help="Events per evaluator poll")
+    return parser.parse_args()
+
+
+@contextmanager
+def database(args: argparse.Namespace) -> Iterator[str]:
+    if args.sqlite:
+        with tempfile.TemporaryDirectory() as folder:
+            url = f"sqlite:///{Path(folder) / 'bench.sqlite3'}"
+            migrate.upgrade(url)
+            yield url
+        return
+    name = f"hcp_bench_{uuid.uuid4().hex[:8]}"
+    admin = make_engine(args.postgres, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    url = make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
+    try:
+        migrate.upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+def publish(container: Container, version: int) -> None:
+    text_ = CONTRACT.format(name="bench", w=1.0 if version == 1 else 3.0)
+    draft = container.contracts.create_draft("bench", text_, "bench",
+                                             parent_version=version - 1 or None)
+    container.contracts.publish("bench", draft.version, "bench")
+
+
+def write_events(container: Container, total: int) -> None:
+    batch: list[NewEvent] = []
+    conversation = 0
+    while container.store.head() + len(batch) < total:
+        batch += conversation_events(conversation)
+        conversation += 1
+        if len(batch) >= 1000:
+            container.store.append(batch)
+            batch = []
+    if batch:
+        container.store.append(batch)
+
+
+def conversation_events(n: int) -> list[NewEvent]:
+    stream, specialist = f"bench-{n}", ("chat", "coding")[n % 2]
+    meta = EventMetadata(specialist=specialist, adapter_version=f"{specialist}@1")
+    out: list[NewEvent] = []
+    for turn in range(3):
+        out += [NewEvent(stream, "turn.user", {"text": f"please help with {n}.{turn}"}, metadata=meta),
+                NewEvent(stream, "route.decided", {"specialist": specialist,
+                                                   "adapter_version": f"{specialist}@1"}, metadata=meta)]
+        if turn == 1:
+            call = f"c{n}"
+            out += [NewEvent(stream, "tool.called", {"call_id": call, "tool": "web.search",
+                                                     "arguments": {"q": "x"}}, metadata=meta),
+                    NewEvent(stream, "tool.result", {"call_id": call, "ok": n % 5 != 0,
+                                                     "output": "result"}, metadata=meta)]
+        out += [NewEvent(stream, "turn.assistant", {"text": "an answer " * (n % 60)}, metadata=meta),
+                NewEvent(stream, "feedback.given", {"thumbs": ("up", "down")[(n + turn) % 3 == 0]},
+                         schema_version=2, metadata=meta)]
+    out.append(NewEvent(stream, "episode.completed", {"outcome": "success"}, metadata=meta))
+    return out
+
+
+def ceiling_rate(container: Container, rewards: RewardStore, count: int) -> float:
+    """Read every event, then bulk-insert ``count`` reward-shaped rows into a bare table
+    (COPY on PostgreSQL, the reward store's own path; executemany on SQLite)."""
+    template = rewards.find(RewardQuery(limit=1))[0]
+    rows = [to_row(replace(template, position=i + 1, reward_id=reward_id_for(str(i), "c", 1)))
+            for i in range(count)]
+    bare = Table("bare_rewards", MetaData(), *(Column(c.name, c.type) for c in reward_records.columns))
+    engine: Engine = container.engine
+    bare.create(engine)
+    started = time.perf_counter()
+    read = sum(1 for _ in container.store.iter_all())
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            copy_rows(conn, rows, "bare_rewards")
+        else:
+            conn.execute(bare.insert(), rows)
+    seconds = time.perf_counter() - started
+    assert read == container.store.head()
+    return count / seconds
+
+
+if __name__ == "__main__":
+    main()

@@ -32,6 +32,7 @@ from pathlib import Path
 from sqlalchemy import Column, MetaData, Table, text
 from sqlalchemy.engine import Engine, make_url
 
+from evaluators import worker as worker_module
 from evaluators.model import reward_id_for
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardQuery, RewardStore, copy_rows, to_row
@@ -113,12 +114,14 @@ def main() -> None:
 
         worker = evaluator(container, "bench", args.batch,
                            reader=DatabaseLogReader(engine, container.store, "bench"))
+        scoring = Stopwatch(worker_module, "score_subjects")
         started = time.perf_counter()
         totals = worker.drain(timeout=3600)
         seconds = time.perf_counter() - started
         rate = totals.rewards / seconds
         print(f"evaluator:    {totals.rewards:,} rewards from {totals.events:,} events in "
-              f"{seconds:.2f} s = {rate:,.0f} rewards/s, {totals.events / seconds:,.0f} events/s")
+              f"{seconds:.2f} s = {rate:,.0f} rewards/s, {totals.events / seconds:,.0f} events/s "
+              f"({scoring.seconds / seconds:.0%} of it in the contract engine: inputs and CEL)")
 
         ceiling = ceiling_rate(container, rewards, totals.rewards)
         print(f"ceiling:      read {events:,} events + COPY {totals.rewards:,} reward rows "
@@ -135,6 +138,23 @@ def main() -> None:
               f"{job.to_position / seconds:,.0f} events/s (ratio to ceiling "
               f"{rescored / seconds / ceiling:.3f})")
         engine.dispose()
+
+
+class Stopwatch:
+    """Times every call of ``module.name`` from now on."""
+
+    def __init__(self, module: object, name: str) -> None:
+        self.seconds = 0.0
+        wrapped = getattr(module, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            started = time.perf_counter()
+            try:
+                return wrapped(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+
+        setattr(module, name, timed)
 
 
 def parse_args() -> argparse.Namespace:

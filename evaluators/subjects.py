@@ -68,8 +68,26 @@ class SubjectReader:
         self.engine, self.store = engine, store
 
     def closed_by(self, events: Sequence[RecordedEvent], kinds: Iterable[str]) -> list[Subject]:
-        """The subjects of ``kinds`` closed by any of ``events``."""
-        return self.closed_at(closing_seqs(events), kinds)
+        """The subjects of ``kinds`` closed by any of ``events``.
+
+        Only the part of each window *before* the batch is read: a stream's events in a
+        batch are a contiguous run of its seqs (a position range, or a run of offsets in
+        one partition), and they are the stored rows themselves. A stream whose events in
+        the batch are not contiguous (never seen, but cheap to check) is read whole.
+        """
+        kinds = set(kinds)
+        closers = closing_seqs(events)
+        if not closers or not kinds:
+            return []
+        in_batch = _contiguous_runs(events, closers)
+        reads = {stream: (seqs[0], in_batch[stream][0].stream_seq - 1 if stream in in_batch else seqs[-1])
+                 for stream, seqs in closers.items()}
+        windows = self._read({s: r for s, r in reads.items() if r[1] > 0})
+        subjects: list[Subject] = []
+        for stream, seqs in closers.items():
+            window = windows.get(stream, []) + in_batch.get(stream, [])
+            subjects += subjects_closed_at(window, seqs, kinds)
+        return subjects
 
     def closed_at(self, closers: dict[str, list[int]], kinds: Iterable[str]) -> list[Subject]:
         """The subjects of ``kinds`` closed by the events at these (stream, seqs)."""
@@ -77,28 +95,50 @@ class SubjectReader:
         closers = {stream: sorted(seqs) for stream, seqs in closers.items() if seqs}
         if not closers or not kinds:
             return []
-        with self.engine.connect() as conn:
-            windows = read_windows(conn, {stream: (seqs[0], seqs[-1]) for stream, seqs in closers.items()})
+        windows = self._read({stream: (seqs[0], seqs[-1]) for stream, seqs in closers.items()})
         subjects: list[Subject] = []
         for stream, seqs in closers.items():
             subjects += subjects_closed_at(windows.get(stream, []), seqs, kinds)
         return subjects
 
+    def _read(self, reads: dict[str, tuple[int, int]]) -> dict[str, list[RecordedEvent]]:
+        if not reads:
+            return {}
+        with self.engine.connect() as conn:
+            return read_windows(conn, reads)
 
-def read_windows(conn: Connection, closers: dict[str, tuple[int, int]]) -> dict[str, list[RecordedEvent]]:
-    """Per stream, its events after the last ``episode.completed`` before the first closer,
-    up to the last closer, in seq order.
+
+def _contiguous_runs(events: Sequence[RecordedEvent],
+                     closers: dict[str, list[int]]) -> dict[str, list[RecordedEvent]]:
+    """Per stream with closers, its batch events up to its last closer, if they are a
+    gapless run of seqs (redelivered duplicates dropped)."""
+    by_stream: dict[str, dict[int, RecordedEvent]] = {}
+    for event in events:
+        if event.stream_id in closers:
+            by_stream.setdefault(event.stream_id, {}).setdefault(event.stream_seq, event)
+    runs: dict[str, list[RecordedEvent]] = {}
+    for stream, by_seq in by_stream.items():
+        last = closers[stream][-1]
+        seqs = sorted(seq for seq in by_seq if seq <= last)
+        if seqs == list(range(seqs[0], last + 1)):
+            runs[stream] = [by_seq[seq] for seq in seqs]
+    return runs
+
+
+def read_windows(conn: Connection, reads: dict[str, tuple[int, int]]) -> dict[str, list[RecordedEvent]]:
+    """Per stream, given (first closer, stop): its events after the last ``episode.completed``
+    before the first closer, up to seq ``stop``, in seq order.
 
     One query for every stream of the batch: a read per stream cost as much as scoring the
     subjects (a connection checkout and a round trip for each of hundreds of streams).
     """
     e = events_table.c
     if is_postgres(conn):
-        windows = _PG_WINDOWS.bindparams(ids=list(closers), firsts=[f for f, _ in closers.values()],
-                                         lasts=[last for _, last in closers.values()],
+        windows = _PG_WINDOWS.bindparams(ids=list(reads), firsts=[f for f, _ in reads.values()],
+                                         lasts=[stop for _, stop in reads.values()],
                                          type=EPISODE_COMPLETED)
     else:
-        pairs = json.dumps([[stream, first, last] for stream, (first, last) in closers.items()])
+        pairs = json.dumps([[stream, first, stop] for stream, (first, stop) in reads.items()])
         windows = _SQLITE_WINDOWS.bindparams(pairs=pairs, type=EPISODE_COMPLETED)
     w = windows.columns(stream_id=String, start=BigInteger, stop=BigInteger).subquery("w")
     query = (select(events_table)

@@ -54,6 +54,25 @@ def test_each_finished_subject_gets_one_reward_per_active_version(container: Con
         container.store.read_stream(done)[0].position, 9)
 
 
+def test_subjects_spanning_many_polls_are_assembled_whole(container: Container) -> None:
+    publish(container.contracts, contract_text())
+    publish(container.contracts, contract_text(name="episodes", subject="episode"), name="episodes")
+    a, b = "stream-a", "stream-b"
+    for _ in range(2):  # interleaved, so every poll of 3 events cuts through both streams
+        conversation(container.store, turns=1, complete=False, stream_id=a)
+        conversation(container.store, turns=1, complete=False, stream_id=b)
+    conversation(container.store, turns=1, stream_id=a)
+
+    evaluator(container, batch_size=3).drain(timeout=60)
+
+    found = {r.subject_id: r for r in rewards(container)}
+    stream_a = container.store.read_stream(a)
+    assert set(found) == {f"turn:{a}:1", f"turn:{a}:5", f"turn:{a}:9", f"turn:{b}:1",
+                          f"episode:{a}:13"}
+    assert list(found[f"episode:{a}:13"].event_ids) == [str(e.event_id) for e in stream_a]
+    assert list(found[f"turn:{a}:5"].event_ids) == [str(e.event_id) for e in stream_a[4:8]]
+
+
 def test_redelivery_a_restart_and_a_second_worker_add_nothing(container: Container) -> None:
     publish(container.contracts, contract_text())
     for _ in range(5):

@@ -26,7 +26,8 @@ class EventIn(BaseModel):
     stream_id: str = Field(min_length=1, max_length=200, description="Session or conversation id")
     type: str = Field(min_length=1, max_length=200, description="A catalogue type or x.<name>")
     payload: dict[str, Any]
-    schema_version: int = Field(1, ge=1)
+    schema_version: int | None = Field(
+        None, ge=1, description="Payload schema version; default: the type's current one")
     event_id: uuid.UUID | None = Field(None, description="Client id; makes retries idempotent")
     expected_seq: int | None = Field(
         None, ge=0, description="Last stream_seq the writer saw; 0 = the stream must be new"

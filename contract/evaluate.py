@@ -8,10 +8,11 @@ Rules, in the order they apply:
    and the score is `None`: an unevaluable subject is neither rewarded nor punished.
 3. The score aggregates the criteria (`weighted_mean`, weighted `geometric_mean`, `min`);
    a gate that is false forces it to 0.
-4. The held-out split is a pure function of the subject id and the split seed; held-out
-   subjects are never training-eligible, so the gate's held-out set stays unseen.
-5. Otherwise eligibility is the `training.eligible` expression, which also sees `score`,
-   `components`, `gates` and `split`.
+4. The held-out split is a pure function of the subject id and the split seed.
+5. Eligibility is the `training.eligible` expression (it also sees `score`, `components`,
+   `gates` and `split`): whether the trainer may use the reward at all. The split says how:
+   train-split rewards train successors, held-out rewards only gate them against their
+   parent, so the gate's examples are never trained on yet pass the same quality bar.
 """
 
 from __future__ import annotations
@@ -187,8 +188,6 @@ def aggregate(doc: ContractDocument, components: Mapping[str, float]) -> float:
 def _with_eligibility(
     compiled: CompiledContract, subject_input: Mapping[str, Any], result: Evaluation
 ) -> Evaluation:
-    if result.split == "held_out":
-        return result
     variables = {
         **subject_input,
         "score": result.score,

@@ -119,8 +119,12 @@ class PayloadInvalid(ValueError):
         self.message = message
 
 
-def validate_client_event(event_type: str, schema_version: int, payload: Any) -> int:
-    """Check a client-written event; return the schema version to store it under."""
+def validate_client_event(event_type: str, schema_version: int | None, payload: Any) -> int:
+    """Check a client-written event; return the schema version to store it under.
+
+    ``schema_version`` None means "the type's current version": a client that does not
+    say which version it writes gets today's schema, not the oldest one.
+    """
     if not isinstance(payload, dict):
         raise PayloadInvalid("payload", "must be a JSON object")
     if event_type.startswith(RESERVED_PREFIXES):
@@ -128,12 +132,13 @@ def validate_client_event(event_type: str, schema_version: int, payload: Any) ->
     if event_type.startswith(CUSTOM_PREFIX):
         if len(event_type) == len(CUSTOM_PREFIX):
             raise PayloadInvalid("type", "custom types need a name after 'x.'")
-        return schema_version
+        return schema_version or 1
     known = CORE_TYPES.get(event_type)
     if known is None:
         raise PayloadInvalid(
             "type", f"unknown event type '{event_type}'; custom types must start with 'x.'"
         )
+    schema_version = schema_version or known.current_version
     schema = known.schemas.get(schema_version)
     if schema is None:
         raise PayloadInvalid(

@@ -20,7 +20,7 @@ class ClientEvent:
     type: str
     payload: Any
     event_id: uuid.UUID | None = None
-    schema_version: int = 1
+    schema_version: int | None = None  # None: the type's current version
     expected_seq: int | None = None
     occurred_at: datetime | None = None
     actor: str | None = None

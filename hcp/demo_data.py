@@ -64,11 +64,14 @@ def _session(rng: random.Random, session: uuid.UUID, specialist: str, adapter: s
                            event_id=uuid.UUID(int=rng.getrandbits(128)), **meta)  # type: ignore[arg-type]
 
     yield event("session.started", harness="demo-harness")
+    # Sessions go well or badly as a whole (a turn flips now and then), so an episode's
+    # reward says something about the answers in it: training has a signal to find.
+    session_good = rng.random() < quality
     good_turns = 0
     turns = rng.randint(1, 3)
     for turn in range(turns):
         prompt, good, poor = rng.choice(TASKS[specialist])
-        is_good = rng.random() < quality
+        is_good = session_good != (rng.random() < 0.1)
         good_turns += is_good
         yield event("turn.user", text=prompt)
         yield event("route.decided", specialist=specialist, adapter_version=adapter)

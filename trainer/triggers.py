@@ -137,8 +137,10 @@ class Triggers:
         eligible = datasets.eligible_condition(specialist, policy.contract)
         head = conn.execute(select(func.coalesce(func.max(reward_records.c.position), 0))
                             .where(eligible)).scalar()
+        # Only train-split rewards are new training data; held-out ones just gate.
         new = conn.execute(select(func.count()).select_from(reward_records)
-                           .where(eligible, reward_records.c.position > parent_cut)).scalar()
+                           .where(eligible, reward_records.c.split == "train",
+                                  reward_records.c.position > parent_cut)).scalar()
         mean, count = _served_mean(conn, parent, policy.reward_window)
         last = conn.execute(select(func.max(trigger_firings.c.fired_at)).where(
             trigger_firings.c.specialist == specialist, trigger_firings.c.policy != "manual")).scalar()

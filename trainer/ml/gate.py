@@ -191,7 +191,8 @@ def _no_regression(
 def decide_promotion(
     successor: GateMetrics, parent: GateMetrics, margin: float = 0.0, tolerance: float = 0.0
 ) -> GateDecision:
-    """Promote iff the successor's held-out margin beats the parent's by at least ``margin``
+    """Promote iff the successor's held-out margin beats the parent's by more than ``margin``
+    (a tie never promotes: a successor must be measurably better, not merely no worse)
     and no per-criterion margin or rollout reward falls more than ``tolerance`` below the
     parent's. Metrics from different held-out sets, or without pairs, never promote.
 
@@ -201,10 +202,10 @@ def decide_promotion(
     if successor.heldout_sha256 != parent.heldout_sha256:
         failures.append("successor and parent were measured on different held-out sets")
     delta = successor.heldout_margin - parent.heldout_margin
-    margin_ok = math.isfinite(delta) and delta >= margin
+    margin_ok = math.isfinite(delta) and delta > margin
     if not margin_ok:
         failures.append(
-            f"held-out margin {successor.heldout_margin:.4f} is not {margin} above the "
+            f"held-out margin {successor.heldout_margin:.4f} is not more than {margin} above the "
             f"parent's {parent.heldout_margin:.4f}"
         )
     comparison: dict[str, Any] = {
@@ -232,6 +233,6 @@ def decide_promotion(
         return GateDecision(promote=False, reason="; ".join(failures), comparison=comparison)
     reason = (
         f"held-out margin {successor.heldout_margin:.4f} vs parent {parent.heldout_margin:.4f} "
-        f"(+{delta:.4f} >= {margin}); nothing regressed beyond {tolerance}"
+        f"(+{delta:.4f} > {margin}); nothing regressed beyond {tolerance}"
     )
     return GateDecision(promote=True, reason=reason, comparison=comparison)

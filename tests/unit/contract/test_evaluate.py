@@ -113,15 +113,18 @@ def test_applicability() -> None:
     assert not evaluate_subject(turn_contract, episode()).applicable
 
 
-def test_eligibility_sees_the_result_and_never_includes_held_out() -> None:
+def test_eligibility_sees_the_result_and_applies_to_held_out_too() -> None:
     doc = contract(CONSTANTS, eligible="score > 0.6 && components.b == 0.8 && split == 'train'")
     assert evaluate_subject(doc, episode()).eligible is True
     strict = contract(CONSTANTS, eligible="score > 0.9")
     assert evaluate_subject(strict, episode()).eligible is False
     always_held_out = contract(CONSTANTS, held_out=0.999999)
     result = evaluate_subject(always_held_out, episode())
-    assert (result.split, result.eligible) == ("held_out", False)
-    assert result.score == pytest.approx(0.65)  # held-out subjects are still scored, for the gate
+    # held-out subjects pass the same quality bar: the trainer gates on them, never trains
+    assert (result.split, result.eligible) == ("held_out", True)
+    assert result.score == pytest.approx(0.65)
+    train_only = contract(CONSTANTS, held_out=0.999999, eligible="split == 'train'")
+    assert evaluate_subject(train_only, episode()).eligible is False
 
 
 def test_split_is_deterministic_and_close_to_the_fraction() -> None:

@@ -116,3 +116,8 @@ def test_with_rollouts_scores_the_generated_responses() -> None:
     )
 
     assert (scored.rollout_reward, scored.n_rollouts) == (0.5, 2)
+
+
+def test_a_tie_never_promotes_even_with_zero_margin():
+    decision = decide_promotion(PARENT, PARENT, margin=0.0)
+    assert not decision.promote and "not more than 0.0 above" in decision.reason

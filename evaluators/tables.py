@@ -14,6 +14,8 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
+    ForeignKeyConstraint,
+    Index,
     Integer,
     String,
     Table,
@@ -50,4 +52,9 @@ reward_records = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("subject_id", "contract_name", "contract_version",
                      name="uq_reward_records_subject_version"),
+    ForeignKeyConstraint(["contract_name", "contract_version"],
+                         ["contract_versions.name", "contract_versions.version"],
+                         name="fk_reward_records_contract"),
+    Index("ix_reward_records_contract", "contract_name", "contract_version", "position"),
+    Index("ix_reward_records_specialist", "specialist", "position"),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from hcp.cli import db, keys, log
+from hcp.migrate import SchemaNotAtHead
 
 app = typer.Typer(help="HCP contract and versioning server", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -22,5 +23,16 @@ for module_name in ("hcp.cli.contract", "hcp.cli.evaluator", "hcp.cli.trainer", 
         continue
     module.register(app)
 
+
+
+def main() -> None:
+    """The console entry point: a stale schema is a one-line message, not a traceback."""
+    try:
+        app()
+    except SchemaNotAtHead as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

@@ -124,7 +124,7 @@ def main() -> None:
               f"({scoring.seconds / seconds:.0%} of it in the contract engine: inputs and CEL)")
 
         ceiling = ceiling_rate(container, rewards, totals.rewards)
-        print(f"ceiling:      read {events:,} events + COPY {totals.rewards:,} reward rows "
+        print(f"ceiling:      read {events:,} events + bulk-insert {totals.rewards:,} reward rows "
               f"into a bare table: {ceiling:,.0f} rows/s")
         print(f"ratio:        {rate / ceiling:.3f}")
 

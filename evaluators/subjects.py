@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from contract.subject import Subject, finished_subjects
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
 from events.model import RecordedEvent
-from events.store import EventStore, _from_row, _upcast
+from events.store import EventStore, event_from_row, upcast_event
 from events.tables import events as events_table
 from hcp.db import is_postgres
 
@@ -155,7 +155,7 @@ def read_windows(conn: Connection, reads: dict[str, tuple[int, int]]) -> dict[st
 def recorded_event(row: Any) -> RecordedEvent:
     # The store's own row mapping and upcasting, so a window reads exactly like
     # read_stream would. (Private there: worth a public ``read_windows`` on the port.)
-    return _upcast(_from_row(row))
+    return upcast_event(event_from_row(row))
 
 
 _PG_WINDOWS = text(

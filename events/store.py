@@ -132,7 +132,7 @@ class SqlEventStore(EventStore):
             rows = conn.execute(_PG_EXISTING, {"ids": list(set(ids))})
         else:
             rows = conn.execute(select(events_table).where(events_table.c.event_id.in_(set(ids))))
-        return {row.event_id: _from_row(row._mapping) for row in rows}
+        return {row.event_id: event_from_row(row._mapping) for row in rows}
 
     def _log_head(self, conn: Connection) -> tuple[int, str]:
         row = conn.execute(
@@ -154,7 +154,7 @@ class SqlEventStore(EventStore):
     def get(self, event_id: uuid.UUID) -> RecordedEvent | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(events_table).where(events_table.c.event_id == event_id)).first()
-        return _upcast(_from_row(row._mapping)) if row else None
+        return upcast_event(event_from_row(row._mapping)) if row else None
 
     def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000) -> list[RecordedEvent]:
         query = (
@@ -163,7 +163,7 @@ class SqlEventStore(EventStore):
             .order_by(events_table.c.stream_seq).limit(limit)
         )
         with self.engine.connect() as conn:
-            return [_upcast(_from_row(r._mapping)) for r in conn.execute(query)]
+            return [upcast_event(event_from_row(r._mapping)) for r in conn.execute(query)]
 
     def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False) -> list[RecordedEvent]:
         query = (
@@ -171,8 +171,8 @@ class SqlEventStore(EventStore):
             .order_by(events_table.c.position).limit(limit)
         )
         with self.engine.connect() as conn:
-            events = [_from_row(r._mapping) for r in conn.execute(query)]
-        return events if raw else [_upcast(e) for e in events]
+            events = [event_from_row(r._mapping) for r in conn.execute(query)]
+        return events if raw else [upcast_event(e) for e in events]
 
     def head(self) -> int:
         with self.engine.connect() as conn:
@@ -249,7 +249,8 @@ def _to_row(event: RecordedEvent) -> dict[str, Any]:
     }
 
 
-def _from_row(row: Any) -> RecordedEvent:
+def event_from_row(row: Any) -> RecordedEvent:
+    """A stored row (a mapping of the events table) as the value object, as stored."""
     return RecordedEvent(
         event_id=row["event_id"], stream_id=row["stream_id"], stream_seq=row["stream_seq"],
         position=row["position"], type=row["type"], schema_version=row["schema_version"],
@@ -265,7 +266,8 @@ def _from_row(row: Any) -> RecordedEvent:
     )
 
 
-def _upcast(event: RecordedEvent) -> RecordedEvent:
+def upcast_event(event: RecordedEvent) -> RecordedEvent:
+    """The event with its payload brought to the current schema version."""
     version, payload = upcast(event.type, event.schema_version, event.payload)
     if version == event.schema_version:
         return event

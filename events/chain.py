@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from events.model import RecordedEvent, _iso, _str
+from events.model import RecordedEvent, metadata_json
 
 GENESIS_HASH = "0" * 64
 
@@ -29,7 +29,6 @@ def payload_digest(payload: dict[str, Any]) -> str:
 
 def chained_fields(event: RecordedEvent) -> dict[str, Any]:
     """Everything the chain hash covers besides the previous hash."""
-    meta = event.metadata
     return {
         "event_id": str(event.event_id),
         "stream_id": event.stream_id,
@@ -37,15 +36,7 @@ def chained_fields(event: RecordedEvent) -> dict[str, Any]:
         "position": event.position,
         "type": event.type,
         "schema_version": event.schema_version,
-        "occurred_at": _iso(meta.occurred_at),
-        "recorded_at": _iso(event.recorded_at),
-        "actor": meta.actor,
-        "tenant": meta.tenant,
-        "specialist": meta.specialist,
-        "adapter_version": meta.adapter_version,
-        "contract": meta.contract,
-        "causation_id": _str(meta.causation_id),
-        "correlation_id": _str(meta.correlation_id),
+        **metadata_json(event.metadata, event.recorded_at),
         "payload_digest": event.payload_digest,
     }
 

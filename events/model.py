@@ -67,7 +67,6 @@ class RecordedEvent:
 
     def to_json(self) -> dict[str, Any]:
         """The documented wire form (API responses and Kafka values)."""
-        meta = self.metadata
         return {
             "event_id": str(self.event_id),
             "stream_id": self.stream_id,
@@ -76,21 +75,26 @@ class RecordedEvent:
             "type": self.type,
             "schema_version": self.schema_version,
             "payload": self.payload,
-            "metadata": {
-                "occurred_at": _iso(meta.occurred_at),
-                "recorded_at": _iso(self.recorded_at),
-                "actor": meta.actor,
-                "tenant": meta.tenant,
-                "specialist": meta.specialist,
-                "adapter_version": meta.adapter_version,
-                "contract": meta.contract,
-                "causation_id": _str(meta.causation_id),
-                "correlation_id": _str(meta.correlation_id),
-            },
+            "metadata": metadata_json(self.metadata, self.recorded_at),
             "payload_digest": self.payload_digest,
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }
+
+
+def metadata_json(meta: EventMetadata, recorded_at: datetime) -> dict[str, Any]:
+    """Metadata in its wire form; the hash chain covers exactly these fields too."""
+    return {
+        "occurred_at": _iso(meta.occurred_at),
+        "recorded_at": _iso(recorded_at),
+        "actor": meta.actor,
+        "tenant": meta.tenant,
+        "specialist": meta.specialist,
+        "adapter_version": meta.adapter_version,
+        "contract": meta.contract,
+        "causation_id": _str(meta.causation_id),
+        "correlation_id": _str(meta.correlation_id),
+    }
 
 
 def utc(moment: datetime) -> datetime:

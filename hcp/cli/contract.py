@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,8 +12,8 @@ import typer
 
 from contract.diff import diff_contracts
 from contract.document import ContractInvalid, contract_json_schema, parse_contract
-from contract.service import PUBLISHED, ContractService, VersionConflict, VersionNotFound
-from hcp.bootstrap import Container, bootstrap
+from contract.service import PUBLISHED, ContractService
+from hcp.cli.common import cli_container
 
 app = typer.Typer(help="HCP contracts: versions, drafts, publishing, diff, dry-run",
                   no_args_is_help=True)
@@ -22,24 +21,8 @@ T = TypeVar("T")
 ActorOpt = typer.Option(None, help="Who makes the change (default: the OS user)")
 
 
-@contextmanager
-def _container() -> Iterator[Container]:
-    container = bootstrap()
-    try:
-        yield container
-    except ContractInvalid as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2) from None
-    except (VersionConflict, VersionNotFound) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        container.close()
-
-
 def _with_service(action: Callable[[ContractService], T]) -> T:
-    with _container() as container:
+    with cli_container() as container:
         return action(container.contracts)
 
 

@@ -4,48 +4,26 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
-from contract.document import ContractInvalid
 from contract.dryrun import DryRunReport
-from contract.service import VersionConflict, VersionNotFound
 from evaluators.dryrun import DryRun, Selection
 from evaluators.reevaluation import Job
 from evaluators.service import DEFAULT_GROUP, EvaluatorParts, evaluator, parse_contract_ref, parts
 from evaluators.service import reward_query as build_query
 from evaluators.worker import StepResult
-from hcp.bootstrap import Container, bootstrap
+from hcp.cli.common import cli_container, stop_on_signals
 
 rewards_app = typer.Typer(help="Reward records: list and inspect", no_args_is_help=True)
 T = TypeVar("T")
 
 
-@contextmanager
-def _container() -> Iterator[Container]:
-    container = bootstrap()
-    try:
-        yield container
-    except ContractInvalid as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2) from None
-    except (VersionConflict, VersionNotFound, ValueError, LookupError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        container.close()
-
-
 def _with_parts(action: Callable[[EvaluatorParts], T]) -> T:
-    with _container() as container:
+    with cli_container() as container:
         return action(parts(container))
 
 
@@ -59,7 +37,7 @@ def run_evaluator(
 ) -> None:
     """Score finished subjects under every active contract version; re-score history on publish."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    with _container() as container:
+    with cli_container() as container:
         worker = evaluator(container, group, batch_size, session_timeout_s=session_timeout)
         source = container.settings.events_topic if container.settings.kafka_bootstrap else "database log"
         try:
@@ -69,7 +47,7 @@ def run_evaluator(
                            f"{totals.rewards} new rewards")
                 return
             typer.echo(f"evaluating {source} in group {group}")
-            worker.run(_stop_on_signals(), on_step=_echo_step)
+            worker.run(stop_on_signals(), on_step=_echo_step)
             typer.echo("stopped: last batch stored and committed")
         finally:
             worker.reader.close()
@@ -85,18 +63,6 @@ def _echo_step(step: StepResult) -> None:
         job = step.job_progress
         typer.echo(f"re-evaluating {job.contract_name}@{job.contract_version}: "
                    f"{job.progress:.0%} ({job.done_position}/{job.to_position}), {job.status}")
-
-
-def _stop_on_signals() -> threading.Event:
-    # SIGTERM and Ctrl-C finish the batch in flight (rewards stored, offsets committed).
-    stop = threading.Event()
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
-    return stop
 
 
 @rewards_app.command("list")
@@ -192,7 +158,7 @@ def reevaluate(
     from_position: int = typer.Option(1, "--from", help="First log position to re-score from"),
 ) -> None:
     """Re-score history under a published VERSION (resumes a started job), with progress."""
-    with _container() as container:
+    with cli_container() as container:
         p = parts(container)
         job = p.reevaluations.start(name, version, from_position)
         with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),

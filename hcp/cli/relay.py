@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import signal
-import threading
-from types import FrameType
 
 import typer
 
@@ -13,6 +10,7 @@ from events.checkpoints import Checkpoints
 from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
 from events.relay import EventsFeed, OutboxFeed, Progress, RelayLoop
 from hcp.bootstrap import Container, bootstrap
+from hcp.cli.common import stop_on_signals
 
 # Other parts add their outbox here as "module:function(container) -> OutboxFeed"; a
 # module that does not exist yet is skipped (reward records publish to <prefix>.rewards).
@@ -40,7 +38,7 @@ def relay(
             for p in loop.drain():
                 _echo(p)
         else:
-            stop = _stop_on_signals()
+            stop = stop_on_signals()
             typer.echo(f"relaying {', '.join(f.topic for f in feeds)} "
                        f"from {settings.kafka_bootstrap}")
             loop.run(stop, on_progress=_echo)
@@ -66,18 +64,6 @@ def build_feeds(container: Container) -> list[OutboxFeed]:
 
 def _echo(p: Progress) -> None:
     typer.echo(f"published {p.published} to {p.topic}, at position {p.position}", color=False)
-
-
-def _stop_on_signals() -> threading.Event:
-    # SIGTERM (and Ctrl-C) finish the page in flight, then exit: no half-checkpoint.
-    stop = threading.Event()
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
-    return stop
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,9 @@ from contract.document import ContractInvalid
 from contract.service import VersionConflict, VersionNotFound
 from events.errors import EventIdConflict, WrongExpectedSeq
 from events.ingest import BatchRejected
+from trainer.model import Conflict as RegistryConflict
+from trainer.model import Invalid as RegistryInvalid
+from trainer.model import NotFound as RegistryNotFound
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -77,6 +80,10 @@ async def _state_conflict(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("conflict", str(exc)), 409)
 
 
+async def _invalid(_: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(error_body("invalid_request", str(exc)), 422)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
@@ -86,3 +93,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ContractInvalid, _contract_invalid)
     app.add_exception_handler(VersionNotFound, _not_found)
     app.add_exception_handler(VersionConflict, _state_conflict)
+    app.add_exception_handler(RegistryNotFound, _not_found)
+    app.add_exception_handler(RegistryConflict, _state_conflict)
+    app.add_exception_handler(RegistryInvalid, _invalid)

@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 
 from api.deps import ContainerDep, RegistryRead, RegistryWrite
 from api.routes import training
-from api.routes.training import mapped
 from trainer.model import PROMOTED, REJECTED
 from trainer.service import trainer_parts
 
@@ -48,14 +47,12 @@ class PromoteIn(ReasonIn):
 
 
 @router.get("/base-models")
-@mapped
 def list_base_models(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
     """Every registered base model."""
     return [b.to_json() for b in trainer_parts(container).registry.base_models()]
 
 
 @router.post("/base-models", status_code=201)
-@mapped
 def register_base_model(body: BaseModelIn, container: ContainerDep,
                         principal: RegistryWrite) -> dict[str, Any]:
     """Register a local model directory by the sha256 of its weight files."""
@@ -64,14 +61,12 @@ def register_base_model(body: BaseModelIn, container: ContainerDep,
 
 
 @router.get("/base-models/{name}")
-@mapped
 def get_base_model(name: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
     """One base model: path, weight hash and config."""
     return trainer_parts(container).registry.base_model(name).to_json()
 
 
 @router.get("/specialists")
-@mapped
 def list_specialists(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
     """The Mixture-of-LoRA slots, with the adapters their aliases point to now."""
     parts = trainer_parts(container)
@@ -80,7 +75,6 @@ def list_specialists(container: ContainerDep, _: RegistryRead) -> list[dict[str,
 
 
 @router.post("/specialists", status_code=201)
-@mapped
 def create_specialist(body: SpecialistIn, container: ContainerDep,
                       principal: RegistryWrite) -> dict[str, Any]:
     """Add a specialist slot."""
@@ -89,7 +83,6 @@ def create_specialist(body: SpecialistIn, container: ContainerDep,
 
 
 @router.get("/specialists/{name}/adapters")
-@mapped
 def specialist_adapters(name: str, container: ContainerDep, _: RegistryRead,
                         limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     """The specialist's adapter versions, newest first."""
@@ -99,14 +92,12 @@ def specialist_adapters(name: str, container: ContainerDep, _: RegistryRead,
 
 
 @router.get("/specialists/{name}/aliases")
-@mapped
 def current_aliases(name: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
     """Every alias of the specialist and the move that set it."""
     return {a: m.to_json() for a, m in trainer_parts(container).aliases.current(name).items()}
 
 
 @router.get("/specialists/{name}/aliases/{alias}")
-@mapped
 def alias_at(name: str, alias: str, container: ContainerDep, _: RegistryRead,
              at: datetime | None = None) -> dict[str, Any]:
     """Where the alias points now, or at time ``at`` (ISO 8601); 404 if it pointed nowhere."""
@@ -119,7 +110,6 @@ def alias_at(name: str, alias: str, container: ContainerDep, _: RegistryRead,
 
 
 @router.get("/specialists/{name}/aliases/{alias}/history")
-@mapped
 def alias_history(name: str, alias: str, container: ContainerDep, _: RegistryRead,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     """The alias's moves, newest first: who, when, from what, to what, and why."""
@@ -127,7 +117,6 @@ def alias_history(name: str, alias: str, container: ContainerDep, _: RegistryRea
 
 
 @router.put("/specialists/{name}/aliases/{alias}")
-@mapped
 def move_alias(name: str, alias: str, body: AliasMoveIn, container: ContainerDep,
                principal: RegistryWrite) -> dict[str, Any]:
     """Point the alias at a version (an alias.moved event)."""
@@ -141,7 +130,6 @@ def move_alias(name: str, alias: str, body: AliasMoveIn, container: ContainerDep
 
 
 @router.post("/specialists/{name}/aliases/{alias}/rollback")
-@mapped
 def rollback_alias(name: str, alias: str, body: ReasonIn, container: ContainerDep,
                    principal: RegistryWrite) -> dict[str, Any]:
     """Move the alias back to the version its latest move replaced."""
@@ -149,7 +137,6 @@ def rollback_alias(name: str, alias: str, body: ReasonIn, container: ContainerDe
 
 
 @router.get("/specialists/{name}/resolve")
-@mapped
 def resolve(name: str, container: ContainerDep, _: RegistryRead,
             alias: str = "production") -> dict[str, Any]:
     """What a server loads for the alias: version, artifact location and sha256, base model."""
@@ -157,7 +144,6 @@ def resolve(name: str, container: ContainerDep, _: RegistryRead,
 
 
 @router.get("/adapters")
-@mapped
 def list_adapters(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     """Adapter versions, by specialist, newest first."""
@@ -165,14 +151,12 @@ def list_adapters(container: ContainerDep, _: RegistryRead, specialist: str | No
 
 
 @router.get("/adapters/{adapter_id}")
-@mapped
 def get_adapter(adapter_id: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
     """One adapter version with every lineage field, its metrics and effective status."""
     return trainer_parts(container).registry.adapter(adapter_id).to_json()
 
 
 @router.get("/adapters/{adapter_id}/lineage")
-@mapped
 def lineage(adapter_id: str, container: ContainerDep, _: RegistryRead,
             deep: bool = False) -> dict[str, Any]:
     """The chain back to the root, each link re-verified (``deep``: rebuild data, hash base)."""
@@ -182,7 +166,6 @@ def lineage(adapter_id: str, container: ContainerDep, _: RegistryRead,
 
 
 @router.post("/adapters/{adapter_id}/promote")
-@mapped
 def promote(adapter_id: str, body: PromoteIn, container: ContainerDep,
             principal: RegistryWrite) -> dict[str, Any]:
     """Promote a version by hand (whatever its gate said) and move ``alias`` to it."""
@@ -191,7 +174,6 @@ def promote(adapter_id: str, body: PromoteIn, container: ContainerDep,
 
 
 @router.post("/adapters/{adapter_id}/reject")
-@mapped
 def reject(adapter_id: str, body: ReasonIn, container: ContainerDep,
            principal: RegistryWrite) -> dict[str, Any]:
     """Mark a version rejected (aliases are not moved: roll them back explicitly)."""

@@ -1,43 +1,22 @@
 """Routes of training: runs and their progress, trigger policies, firings, manual triggers.
 
-Mounted through ``api.routes.registry.router`` (under /v1), which imports ``mapped`` from
-here: the registry's errors as HTTP statuses, for both modules.
+Mounted through ``api.routes.registry.router`` (under /v1); the registry's errors become
+HTTP statuses in ``api/errors.py``, like every other domain error.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from api.deps import ContainerDep, RegistryRead, TrainWrite
-from trainer.model import Conflict, Invalid, NotFound
 from trainer.policy import TriggerPolicy
 from trainer.service import trainer_parts
 
 # No prefix: api.routes.registry includes this router under its /v1 prefix.
 router = APIRouter(tags=["training"])
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def mapped(func: F) -> F:
-    """Turn the registry's errors into HTTP statuses (404, 409, 422)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except NotFound as exc:
-            raise HTTPException(404, str(exc)) from None
-        except Conflict as exc:
-            raise HTTPException(409, str(exc)) from None
-        except Invalid as exc:
-            raise HTTPException(422, str(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 class FireIn(BaseModel):
@@ -66,7 +45,6 @@ def _fire(container: Any, specialist: str, body: FireIn, actor: str, response: R
 
 
 @router.get("/training-runs")
-@mapped
 def list_runs(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
               status: str | None = None,
               limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
@@ -75,7 +53,6 @@ def list_runs(container: ContainerDep, _: RegistryRead, specialist: str | None =
 
 
 @router.post("/training-runs", status_code=201)
-@mapped
 def start_run(body: StartIn, container: ContainerDep, principal: TrainWrite,
               response: Response) -> dict[str, Any]:
     """Manual trigger: 201 with a new run, 200 with the run that already does this work."""
@@ -83,14 +60,12 @@ def start_run(body: StartIn, container: ContainerDep, principal: TrainWrite,
 
 
 @router.get("/training-runs/{run_id}")
-@mapped
 def get_run(run_id: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
     """One run: queued, running (step, total_steps, last_loss), succeeded or failed (error)."""
     return trainer_parts(container).runs.get(run_id).to_json()
 
 
 @router.post("/training-runs/{run_id}/retry")
-@mapped
 def retry_run(run_id: str, body: RetryIn, container: ContainerDep,
               principal: TrainWrite) -> dict[str, Any]:
     """Queue a failed run again (the same run: the same work key, manifest and parent)."""
@@ -101,7 +76,6 @@ def retry_run(run_id: str, body: RetryIn, container: ContainerDep,
 
 
 @router.get("/triggers")
-@mapped
 def list_policies(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
     """Each specialist's effective trigger policy and where it comes from."""
     parts = trainer_parts(container)
@@ -109,14 +83,12 @@ def list_policies(container: ContainerDep, _: RegistryRead) -> list[dict[str, An
 
 
 @router.post("/triggers/evaluate")
-@mapped
 def evaluate(container: ContainerDep, principal: TrainWrite) -> list[dict[str, Any]]:
     """Evaluate every policy once; what fired is queued (exactly once per work key)."""
     return [e.to_json() for e in trainer_parts(container).triggers.evaluate(principal.actor)]
 
 
 @router.get("/triggers/firings")
-@mapped
 def firings(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
             limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
     """Trigger firings, newest first: policy, reason, parent, dataset cut and run."""
@@ -124,7 +96,6 @@ def firings(container: ContainerDep, _: RegistryRead, specialist: str | None = N
 
 
 @router.get("/triggers/{specialist}")
-@mapped
 def get_policy(specialist: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
     """The effective policy and the state it is evaluated against right now."""
     parts = trainer_parts(container)
@@ -135,7 +106,6 @@ def get_policy(specialist: str, container: ContainerDep, _: RegistryRead) -> dic
 
 
 @router.put("/triggers/{specialist}")
-@mapped
 def configure(specialist: str, body: TriggerPolicy, container: ContainerDep,
               principal: TrainWrite) -> dict[str, Any]:
     """Set the specialist's trigger policy (overrides the contract's [training] section)."""
@@ -143,7 +113,6 @@ def configure(specialist: str, body: TriggerPolicy, container: ContainerDep,
 
 
 @router.post("/triggers/{specialist}/fire", status_code=201)
-@mapped
 def fire(specialist: str, body: FireIn, container: ContainerDep, principal: TrainWrite,
          response: Response) -> dict[str, Any]:
     """Manual trigger (same as POST /v1/training-runs)."""

@@ -8,9 +8,17 @@ problem is collected rather than the first one raised.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from contract.schedule import parse_schedule
 
@@ -139,6 +147,10 @@ class TriggerPolicy(Section):
     auto_promote: bool = False
     gate_margin: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0
     regression_tolerance: dict[str, Unit] = {}  # criterion id (or "*") -> allowed drop
+    # offline: log-likelihood margin on held-out rewarded examples; rollout: mean contract
+    # reward of responses the models generate for the held-out prompts.
+    gate_metric: Literal["offline", "rollout"] = "offline"
+    rollout_max_new_tokens: Annotated[int, Field(ge=1, le=1024)] = 24
 
     @field_validator("schedule")
     @classmethod
@@ -146,6 +158,16 @@ class TriggerPolicy(Section):
         if text is not None:
             parse_schedule(text)  # raises ValueError with the reason
         return text
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Keys added after documents were published are left out at their defaults, so
+        # the canonical JSON (and the content hash) of those documents stays what it was.
+        data: dict[str, Any] = handler(self)
+        for key, default in _LATER_DEFAULTS.items():
+            if data.get(key) == default:
+                data.pop(key, None)
+        return data
 
     @model_validator(mode="after")
     def _fires(self) -> TriggerPolicy:
@@ -157,6 +179,9 @@ class TriggerPolicy(Section):
     def tolerance_for(self, criterion_id: str) -> float | None:
         """Allowed drop of a criterion's held-out mean; None: that criterion is not gated."""
         return self.regression_tolerance.get(criterion_id, self.regression_tolerance.get("*"))
+
+
+_LATER_DEFAULTS: dict[str, Any] = {"gate_metric": "offline", "rollout_max_new_tokens": 24}
 
 
 class Training(Section):

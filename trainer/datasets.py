@@ -9,11 +9,15 @@ from typing import Any, TypeVar
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
+from contract.subject import Subject
 from evaluators.tables import reward_records
 from events.catalogue import upcast
+from events.model import RecordedEvent
+from events.store import event_from_row, upcast_event
 from events.tables import events
 from trainer.manifest import EventView, Manifest, RewardRow, assemble, manifest_hash, select_rewards
 from trainer.model import Conflict, NotFound
+from trainer.rollout import JudgedSubject
 from trainer.tables import dataset_manifests
 from trainer.writes import utcnow
 
@@ -121,6 +125,27 @@ def rebuild(conn: Connection, manifest_id: str) -> Manifest:
         raise Conflict(f"manifest {manifest_id} no longer rebuilds to its content hash "
                        f"{row.content_hash[:12]}… (got {manifest.content_hash[:12]}…)")
     return manifest
+
+
+def judged_subjects(conn: Connection, reward_ids: Sequence[str]) -> dict[str, JudgedSubject]:
+    """Each reward's subject as the evaluator saw it (full events, upcast), by reward id."""
+    rows: list[Any] = []
+    for chunk in _chunks([uuid.UUID(i) for i in reward_ids]):
+        rows += conn.execute(select(reward_records).where(reward_records.c.reward_id.in_(chunk))).all()
+    ids = sorted({uuid.UUID(e) for row in rows for e in row.event_ids})
+    found: dict[str, RecordedEvent] = {}
+    for chunk in _chunks(ids):
+        for event_row in conn.execute(select(events).where(events.c.event_id.in_(chunk))):
+            event = upcast_event(event_from_row(event_row._mapping))
+            found[str(event.event_id)] = event
+    judged: dict[str, JudgedSubject] = {}
+    for row in rows:
+        subject_events = sorted((found[e] for e in row.event_ids if e in found),
+                                key=lambda e: e.stream_seq)
+        subject = Subject(row.subject_id, row.subject_kind, row.stream_id, tuple(subject_events))
+        judged[str(row.reward_id)] = JudgedSubject(str(row.reward_id), subject, row.contract_name,
+                                                   row.contract_version, row.contract_hash)
+    return judged
 
 
 def _reward(row: Any) -> RewardRow:

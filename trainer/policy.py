@@ -33,6 +33,15 @@ class GatePolicy(BaseModel):
     )
     auto_promote: bool = Field(False, description="Move `alias` to a successor that passes the gate")
     alias: str = Field("production", min_length=1, max_length=100)
+    metric: Literal["offline", "rollout"] = Field(
+        "offline", description="offline: log-likelihood margin on held-out rewarded examples; "
+        "rollout: mean contract reward of responses generated for the held-out prompts",
+    )
+    rollout_harness: str = Field("text", min_length=1, max_length=100,
+                                 description="Registered rollout harness (trainer.rollout)")
+    rollout_max_new_tokens: int = Field(24, ge=1, le=1024, description="Tokens generated per prompt")
+    rollout_prompts: int = Field(32, ge=1, le=1024,
+                                 description="At most this many held-out subjects (the latest)")
 
     def tolerance_for(self, criterion: str) -> float | None:
         return self.regression_tolerance.get(criterion, self.regression_tolerance.get("*"))
@@ -173,5 +182,7 @@ def policy_from_contract(doc: ContractDocument, specialist: str, contract: str) 
         contract=contract, base_model=doc.harness.base_model,
         gate=GatePolicy(margin=trigger.gate_margin, auto_promote=trigger.auto_promote,
                         regression_tolerance=dict(trigger.regression_tolerance),
-                        alias=slot.adapter_alias if slot else "production"),
+                        alias=slot.adapter_alias if slot else "production",
+                        metric=trigger.gate_metric,
+                        rollout_max_new_tokens=trigger.rollout_max_new_tokens),
     )

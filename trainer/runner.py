@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer import datasets
+from trainer import datasets, heldout
 from trainer.aliases import move_in
-from trainer.manifest import HELD_OUT, TRAIN, ManifestExample
+from trainer.manifest import HELD_OUT, TRAIN
 from trainer.ml.digest import weights_sha256
 from trainer.model import CANDIDATE, PROMOTED, REJECTED, AdapterVersion, Invalid, TrainingRun
 from trainer.policy import GatePolicy
@@ -126,14 +126,16 @@ def _train_and_register(parts: TrainerParts, run: TrainingRun, worker: str, leas
     train = [ex.training_example() for ex in manifest.split_examples(TRAIN)]
     if not train:
         raise Invalid(f"manifest {run.manifest_id} has no train-split example")
+    gate_policy, held_out = GatePolicy.model_validate(run.gate), manifest.split_examples(HELD_OUT)
+    cases = heldout.prepare(parts, held_out, gate_policy)
     fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in run.hyper.items()}
     hyper = HyperParams(**fields)
     with tempfile.TemporaryDirectory(prefix=f"hcp-run-{run.run_id[:8]}-") as tmp:
         out = Path(tmp) / "adapter"
         result = train_successor(base.path, parent_dir, train, hyper, out,
                                  device=config.device, on_step=lease.progress)
-        gate = _gate(base.path, out, parent_dir, manifest.split_examples(HELD_OUT), run.gate,
-                     hyper.max_len, config.device)
+        gate = heldout.gate_successor(heldout.GateInputs(
+            base.path, out, parent_dir, held_out, hyper.max_len, config.device, cases), gate_policy)
         ref = parts.artifacts.put_dir(out)
     promote = bool(gate["promote"])
     status = REJECTED if not promote else (PROMOTED if run.gate.get("auto_promote") else CANDIDATE)
@@ -156,27 +158,6 @@ def _parent(parts: TrainerParts, run: TrainingRun) -> tuple[Path | None, str | N
     parent = parts.registry.adapter(run.parent_adapter_id)
     # open_dir re-hashes the files: a parent whose bytes changed is refused here.
     return parts.artifacts.open_dir(parent.artifact_sha256), parent.artifact_sha256
-
-
-def _gate(base_dir: str, successor_dir: Path, parent_dir: Path | None,
-          held_out: list[ManifestExample], policy: dict[str, Any], max_len: int,
-          device: str | None) -> dict[str, Any]:
-    from trainer.gating import judge
-    from trainer.ml.gate import heldout_metric
-
-    if not held_out:
-        return {"promote": False, "reason": "no held-out examples to compare on", "comparison": {}}
-    examples = [ex.training_example() for ex in held_out]
-    names = set.intersection(*(set(ex.components) for ex in held_out))
-    criteria = {n: [ex.components[n] for ex in held_out] for n in sorted(names)}
-    successor = heldout_metric(base_dir, successor_dir, examples, criteria=criteria,
-                               max_len=max_len, device=device)
-    parent = heldout_metric(base_dir, parent_dir, examples, criteria=criteria,
-                            max_len=max_len, device=device)
-    decision = judge(successor, parent, GatePolicy.model_validate(policy))
-    return {**decision, "successor": _finite(successor.to_dict()),
-            "parent": _finite(parent.to_dict()), "parent_is_base": parent_dir is None,
-            "held_out": len(held_out)}
 
 
 def register_result(parts: TrainerParts, run: TrainingRun, worker: str,

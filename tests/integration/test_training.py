@@ -8,7 +8,14 @@ import pytest
 from safetensors.torch import load_file
 
 from tests.unit.trainer_core import fixtures
-from tests.unit.trainer_core.factories import seed_contract, seed_dataset, seed_reward, tiny_base
+from tests.unit.trainer_core.factories import (
+    HOUSE_CONTRACT,
+    seed_contract,
+    seed_dataset,
+    seed_reward,
+    tiny_base,
+)
+from trainer import rollout
 from trainer.artifacts import ArtifactCorrupted
 from trainer.dispatch import InProcessDispatcher
 from trainer.loading import load_resolved
@@ -100,3 +107,78 @@ def test_an_artifact_changed_on_disk_is_refused_and_its_successor_run_fails(part
     assert outcome.outcome == "failed" and "ArtifactCorrupted" in outcome.error
     assert parts.runs.get(outcome.run_id).error == outcome.error
     assert [a.adapter_id for a in parts.registry.adapters("coding")] == [first.adapter_id]
+
+
+# The house contract judging the answer's text: 1 for an answer that starts with "Hello",
+# and an evaluation error for the answer "boom".
+LAST = "turns[size(turns) - 1].assistant_text"
+ROLLOUT_CONTRACT = HOUSE_CONTRACT.replace(
+    'expression = "1.0"',
+    f'expression = "{LAST} == \'boom\' ? double(int({LAST})) : ({LAST}.startsWith(\'Hello\') ? 1.0 : 0.0)"')
+
+
+@pytest.fixture
+def rollout_trainer(parts, tiny):
+    """The trainer fixture with rewards made under a contract that can judge new answers."""
+    digest = seed_contract(parts.engine, "house", 1, ROLLOUT_CONTRACT)
+    seed_dataset(parts.engine, parts.store, "coding", contract=("house", 1, digest))
+    parts.registry.register_base_model("tiny", tiny, "tester")
+    return InProcessDispatcher(lambda: parts)
+
+
+def rollout_outcome(parts, runner, **gate):
+    parts.policies.configure("coding", TriggerPolicy(
+        min_new_rewards=4, hyper=HYPER, gate=GatePolicy(metric="rollout", **gate)), "tester")
+    return runner.run_now(parts.triggers.fire_manual("coding", "tester", "rollout gate").run_id)
+
+
+def rollout_run(parts, runner, **gate) -> dict:
+    outcome = rollout_outcome(parts, runner, **gate)
+    assert outcome.outcome == "succeeded", outcome.error
+    adapter = parts.registry.adapter(outcome.adapter_id)
+    return {"status": adapter.status, **adapter.metrics["gate"]}
+
+
+def test_the_rollout_gate_judges_generated_answers_with_the_contract(parts, rollout_trainer,
+                                                                     monkeypatch):
+    asked: list[tuple[bool, list[str]]] = []
+
+    class Scripted:  # the successor answers politely; the bare base answers "boom"
+        def __init__(self, target: rollout.RolloutTarget) -> None:
+            self.successor = target.adapter_dir is not None
+
+        def generate(self, prompts):
+            asked.append((self.successor, list(prompts)))
+            return ["Hello! Glad to help." if self.successor else "boom" for _ in prompts]
+
+    monkeypatch.setitem(rollout._HARNESSES, "scripted", Scripted)
+    gate = rollout_run(parts, rollout_trainer, rollout_harness="scripted", rollout_prompts=3,
+                       auto_promote=True, alias="prod")
+    assert gate["metric"] == "rollout" and gate["promote"] and gate["status"] == "promoted"
+    ours, theirs = gate["rollouts"]["successor"], gate["rollouts"]["parent"]
+    assert (ours["mean_reward"], ours["n"], ours["errors"]) == (1.0, 3, 0)
+    assert (theirs["mean_reward"], theirs["n"], theirs["errors"]) == (0.0, 3, 3)
+    assert "criterion:quality" in theirs["error_samples"][0]
+    assert gate["comparison"]["rollout_reward"] == {"successor": 1.0, "parent": 0.0, "delta": 1.0,
+                                                    "required": 0.0, "ok": True}
+    # the latest 3 held-out subjects have 2 distinct prompts: each model answers each once
+    assert [len(prompts) for _, prompts in asked] == [2, 2] and asked[0][1] == asked[1][1]
+    assert gate["successor"]["rollout_reward"] == 1.0 and "heldout_margin" in gate["offline"]["comparison"]
+
+
+def test_the_built_in_text_harness_gates_a_tiny_model_and_the_decision_follows_it(parts,
+                                                                                 rollout_trainer):
+    gate = rollout_run(parts, rollout_trainer, rollout_max_new_tokens=4)
+    ours, theirs = gate["rollouts"]["successor"], gate["rollouts"]["parent"]
+    assert ours["n"] == theirs["n"] == 4 and gate["rollouts"]["max_new_tokens"] == 4
+    assert gate["parent_is_base"] and gate["rollouts"]["harness"] == "text"
+    assert gate["promote"] == (ours["mean_reward"] - theirs["mean_reward"] > 0.0)
+    assert gate["status"] == ("candidate" if gate["promote"] else "rejected")
+    # random tiny models do not say "Hello": a tie, and a tie never promotes
+    assert ours["mean_reward"] == theirs["mean_reward"] == 0.0 and not gate["promote"]
+
+
+def test_a_rollout_gate_it_cannot_run_fails_the_run_before_training(parts, rollout_trainer):
+    outcome = rollout_outcome(parts, rollout_trainer, rollout_harness="nowhere")
+    assert outcome.outcome == "failed" and "no rollout harness 'nowhere'" in outcome.error
+    assert not parts.runs.get(outcome.run_id).step and parts.registry.adapters("coding") == []

@@ -130,15 +130,26 @@ def heldout_metric(
 
 
 class TextRolloutHarness:
-    """Greedy generation with base + adapter; the model is loaded on first use."""
+    """Greedy generation with base + adapter; the model is loaded on first use.
+
+    A prompt longer than ``max_prompt_tokens`` (or than the model's context less the new
+    tokens) loses tokens from its start, as in training: its end is what is answered.
+    """
 
     def __init__(
         self, base_dir: str | Path, adapter_dir: str | Path | None,
-        max_new_tokens: int = 32, device: Any = None,
+        max_new_tokens: int = 32, device: Any = None, max_prompt_tokens: int | None = None,
     ) -> None:
         self.base_dir, self.adapter_dir = base_dir, adapter_dir
         self.max_new_tokens, self.device = max_new_tokens, device
+        self.max_prompt_tokens = max_prompt_tokens
         self._serving: Any = None
+
+    def _prompt_room(self, model: Any) -> int | None:
+        context = getattr(model.config, "max_position_embeddings", None)
+        limits = [n for n in (self.max_prompt_tokens,
+                              context - self.max_new_tokens if context else None) if n]
+        return max(1, min(limits)) if limits else None
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         import torch
@@ -149,10 +160,12 @@ class TextRolloutHarness:
             self._serving = load_adapter_for_serving(self.base_dir, self.adapter_dir, self.device)
         model, tok, dev = self._serving.model, self._serving.tokenizer, self._serving.device
         bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
+        room = self._prompt_room(model)
         outputs = []
         with torch.inference_mode():
             for prompt in prompts:  # one at a time: no padding side to get wrong
                 ids = bos + list(tok(prompt, add_special_tokens=False)["input_ids"])
+                ids = ids[-room:] if room else ids
                 input_ids = torch.tensor([ids], device=dev)
                 generated = model.generate(
                     input_ids=input_ids, attention_mask=torch.ones_like(input_ids),

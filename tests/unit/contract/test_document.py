@@ -155,6 +155,19 @@ def test_hash_changes_with_meaning() -> None:
     assert content_hash(parse_contract(minimal(**{"0.5": "0.4"}))) != original
 
 
+def test_gate_settings_added_later_leave_earlier_documents_hashing_as_before() -> None:
+    doc = parse_contract(EXAMPLE.read_text())
+    assert "gate_metric" not in canonical_json(doc)  # what every earlier version was hashed from
+    explicit = EXAMPLE.read_text().replace(
+        "gate_margin = 0.02\n", 'gate_margin = 0.02\ngate_metric = "offline"\nrollout_max_new_tokens = 24\n')
+    assert explicit != EXAMPLE.read_text()
+    assert content_hash(parse_contract(explicit)) == content_hash(doc)
+    rollout = parse_contract(explicit.replace('"offline"', '"rollout"'))
+    assert rollout.training.triggers["coding"].gate_metric == "rollout"
+    assert content_hash(rollout) != content_hash(doc)
+    assert content_hash(parse_contract(dump_toml(rollout))) == content_hash(rollout)
+
+
 def test_dump_round_trips_to_the_same_hash() -> None:
     doc = parse_contract(EXAMPLE.read_text())
     assert content_hash(parse_contract(dump_toml(doc))) == content_hash(doc)

@@ -8,6 +8,7 @@ from tests.unit.trainer_core.factories import HOUSE_CONTRACT
 from trainer.policy import (
     DISABLED,
     ROOT,
+    GatePolicy,
     NothingToTrain,
     SpecialistState,
     TriggerPolicy,
@@ -95,6 +96,16 @@ def test_policy_from_a_contracts_training_triggers():
     assert coding.gate.tolerance_for("quality") == 0.05 and coding.gate.tolerance_for("style") is None
     assert chat.schedule == "every 6h" and chat.reward_floor == 0.4 and chat.reward_window == 20
     assert chat.gate.alias == "production"
+
+
+def test_a_contract_can_ask_for_the_rollout_gate():
+    assert policy_from_contract(parse_contract(HOUSE_CONTRACT), "coding", "house").gate.metric == "offline"
+    doc = parse_contract(HOUSE_CONTRACT.replace(
+        "gate_margin = 0.01\n", 'gate_margin = 0.01\ngate_metric = "rollout"\nrollout_max_new_tokens = 8\n'))
+    gate = policy_from_contract(doc, "coding", "house").gate
+    assert (gate.metric, gate.rollout_max_new_tokens, gate.rollout_harness) == ("rollout", 8, "text")
+    with pytest.raises(ValidationError):
+        GatePolicy(metric="online")
 
 
 def test_invalid_policies_are_refused():

@@ -20,15 +20,13 @@ Only ``heldout_metric`` and ``TextRolloutHarness`` need torch, imported when cal
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from pathlib import Path
 from typing import Any, Protocol
 
 from trainer.ml.data import TrainingExample, examples_sha256
-
-Score = Callable[[str, str], float]  # (prompt, response) -> reward under the contract
 
 
 @dataclass(frozen=True)
@@ -174,17 +172,6 @@ class TextRolloutHarness:
                 )
                 outputs.append(tok.decode(generated[0, len(ids):], skip_special_tokens=True))
         return outputs
-
-
-def with_rollouts(
-    metrics: GateMetrics, harness: RolloutHarness, prompts: Sequence[str], score: Score
-) -> GateMetrics:
-    """``metrics`` plus the mean contract score of the harness's responses to ``prompts``."""
-    if not prompts:
-        return metrics
-    responses = harness.generate(prompts)
-    rewards = [score(p, r) for p, r in zip(prompts, responses, strict=True)]
-    return replace(metrics, rollout_reward=sum(rewards) / len(rewards), n_rollouts=len(rewards))
 
 
 def _finite(x: float | None) -> float | None:

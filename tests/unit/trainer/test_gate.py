@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from trainer.ml.gate import GateMetrics, decide_promotion, loglik_margin, with_rollouts
+from trainer.ml.gate import GateMetrics, decide_promotion, loglik_margin
 
 
 def _brute_force(rewards: list[float], logliks: list[float]) -> tuple[float, int]:
@@ -104,18 +104,6 @@ def test_never_promotes_across_held_out_sets_or_without_pairs() -> None:
     decision = decide_promotion(no_pairs, replace(no_pairs))
     assert not decision.promote
     assert decision.comparison["heldout_margin"]["successor"] is None
-
-
-def test_with_rollouts_scores_the_generated_responses() -> None:
-    class Echo:
-        def generate(self, prompts: list[str]) -> list[str]:
-            return [p.upper() for p in prompts]
-
-    scored = with_rollouts(
-        PARENT, Echo(), ["ab", "cd"], lambda prompt, response: float(response == "AB")
-    )
-
-    assert (scored.rollout_reward, scored.n_rollouts) == (0.5, 2)
 
 
 def test_a_tie_never_promotes_even_with_zero_margin():

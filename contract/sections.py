@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    StringConstraints,
     field_validator,
     model_serializer,
     model_validator,
@@ -26,7 +27,8 @@ Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
 ItemId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")]
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
-Expression = Annotated[str, Field(min_length=1)]
+# Stripped: surrounding whitespace of a TOML multi-line string is layout, not meaning.
+Expression = Annotated[str, StringConstraints(strip_whitespace=True), Field(min_length=1)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
@@ -91,21 +93,11 @@ class Criterion(Section):
     expression: Expression
     description: str = ""
 
-    @field_validator("expression")
-    @classmethod
-    def _strip(cls, text: str) -> str:
-        return text.strip()
-
 
 class Gate(Section):
     id: ItemId
     expression: Expression
     description: str = ""
-
-    @field_validator("expression")
-    @classmethod
-    def _strip(cls, text: str) -> str:
-        return text.strip()
 
 
 class AppliesTo(Section):

@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from hcp.cli import db, keys, log
+from hcp.cli import contract, db, demo, evaluator, keys, log, registry, trainer
 from hcp.migrate import SchemaNotAtHead
 
 app = typer.Typer(help="HCP contract and versioning server", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
-log.register(app)
-
-# Later parts register their command groups here (contract, evaluator, train, adapters …).
-for module_name in ("hcp.cli.contract", "hcp.cli.evaluator", "hcp.cli.trainer", "hcp.cli.demo"):
-    try:
-        module = __import__(module_name, fromlist=["register"])
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        continue
-    module.register(app)
-
+for group in (log, contract, evaluator, trainer, registry, demo):
+    group.register(app)
 
 
 def main() -> None:

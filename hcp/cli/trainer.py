@@ -1,4 +1,5 @@
-"""`hcp train|triggers|adapters|alias|base-models …` and `hcp trainer` (the Celery worker)."""
+"""`hcp train|triggers …` and `hcp trainer` (the Celery worker); the registry commands
+(`adapters`, `alias`, `base-models`) are in ``hcp/cli/registry.py``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -18,23 +17,20 @@ from rich.table import Table
 
 from hcp.bootstrap import bootstrap
 from hcp.settings import get_settings
-from trainer.model import FAILED, PROMOTED, REJECTED, SUCCEEDED, RegistryError, TrainingRun
+from trainer.model import FAILED, SUCCEEDED, RegistryError, TrainingRun
 from trainer.service import TrainerParts, trainer_parts
 
 train_app = typer.Typer(help="Training runs: start by hand, watch, retry", no_args_is_help=True)
 triggers_app = typer.Typer(help="Trigger policies: evaluate once, or keep evaluating", no_args_is_help=True)
-adapters_app = typer.Typer(help="Adapter versions: list, inspect, lineage, promote", no_args_is_help=True)
-alias_app = typer.Typer(help="Aliases (production, staging, …) per specialist", no_args_is_help=True)
-base_app = typer.Typer(help="Base models the adapters are trained on", no_args_is_help=True)
 console = Console()
 
 
-def _actor() -> str:
+def cli_actor() -> str:
     return f"cli:{getpass.getuser()}"
 
 
 @contextmanager
-def _parts() -> Iterator[TrainerParts]:
+def cli_parts() -> Iterator[TrainerParts]:
     """The trainer parts on a fresh container; registry errors become exit status 1."""
     container = bootstrap()
     try:
@@ -46,7 +42,7 @@ def _parts() -> Iterator[TrainerParts]:
         container.close()
 
 
-def _json(data: Any) -> None:
+def print_json(data: Any) -> None:
     console.print_json(json.dumps(data, default=str))
 
 
@@ -61,8 +57,8 @@ def train_start(
     follow: bool = typer.Option(True, help="Show progress until the run ends"),
 ) -> None:
     """Manual trigger: queue a run (or find the one already doing this work)."""
-    with _parts() as parts:
-        firing = parts.triggers.fire_manual(specialist, _actor(), reason or "manual trigger (CLI)",
+    with cli_parts() as parts:
+        firing = parts.triggers.fire_manual(specialist, cli_actor(), reason or "manual trigger (CLI)",
                                             parent, base_model)
         word = "queued" if firing.created else "already fired as"
         console.print(f"{word} run {firing.run_id} ({specialist}, parent {firing.parent_key}, "
@@ -79,21 +75,21 @@ def train_status(
     specialist: str = typer.Option(None, "--specialist", "-s"),
 ) -> None:
     """A run's status (queued, running with step and loss, succeeded, failed with reason)."""
-    with _parts() as parts:
+    with cli_parts() as parts:
         if run_id is None:
             _runs_table(parts.runs.recent(specialist, None, 20))
         elif follow:
             _follow(parts, run_id)
         else:
-            _json(parts.runs.get(run_id).to_json())
+            print_json(parts.runs.get(run_id).to_json())
 
 
 @train_app.command("retry")
 def train_retry(run_id: str, reason: str = typer.Option("retry (CLI)"),
                 follow: bool = typer.Option(True)) -> None:
     """Queue a failed run again."""
-    with _parts() as parts:
-        parts.runs.requeue(run_id, _actor(), reason)
+    with cli_parts() as parts:
+        parts.runs.requeue(run_id, cli_actor(), reason)
         parts.dispatcher.dispatch(run_id)
         if follow or not parts.settings.redis_url:
             _follow(parts, run_id)
@@ -138,7 +134,7 @@ def _runs_table(runs: list[TrainingRun]) -> None:
 @triggers_app.command("evaluate")
 def triggers_evaluate() -> None:
     """Evaluate every specialist's policy once; queue what is due (exactly once)."""
-    with _parts() as parts:
+    with cli_parts() as parts:
         _evaluate(parts)
         if not parts.settings.redis_url:
             parts.dispatcher.join()  # embedded: the runs train in this process
@@ -148,7 +144,7 @@ def triggers_evaluate() -> None:
 def triggers_run(interval: float = typer.Option(30.0, help="Seconds between evaluations"),
                  rounds: int = typer.Option(0, help="Stop after this many (0: never)")) -> None:
     """Keep evaluating the policies (and re-sending runs no worker holds)."""
-    with _parts() as parts:
+    with cli_parts() as parts:
         done = 0
         while rounds == 0 or done < rounds:
             _evaluate(parts)
@@ -163,7 +159,7 @@ def triggers_run(interval: float = typer.Option(30.0, help="Seconds between eval
 
 
 def _evaluate(parts: TrainerParts) -> None:
-    for result in parts.triggers.evaluate(_actor()):
+    for result in parts.triggers.evaluate(cli_actor()):
         mark = "[green]fired[/green]" if result.fired and result.fired.created else "-"
         run = f" run {result.fired.run_id}" if result.fired else ""
         console.print(f"{result.specialist:10} {mark} {result.note}{run}")
@@ -172,9 +168,9 @@ def _evaluate(parts: TrainerParts) -> None:
 @triggers_app.command("show")
 def triggers_show(specialist: str) -> None:
     """The effective policy, where it comes from, and the state it sees now."""
-    with _parts() as parts:
+    with cli_parts() as parts:
         state = parts.triggers.state(specialist)
-        _json({**parts.policies.effective(specialist).to_json(), "state": state.__dict__})
+        print_json({**parts.policies.effective(specialist).to_json(), "state": state.__dict__})
 
 
 @triggers_app.command("set")
@@ -189,140 +185,18 @@ def triggers_set(specialist: str, policy: str = typer.Argument(..., help="The po
     except ValidationError as exc:
         console.print(f"[red]invalid policy:[/red] {exc}")
         raise typer.Exit(2) from None
-    with _parts() as parts:
-        _json(parts.policies.configure(specialist, parsed, _actor()).to_json())
+    with cli_parts() as parts:
+        print_json(parts.policies.configure(specialist, parsed, cli_actor()).to_json())
 
 
 @triggers_app.command("firings")
 def triggers_firings(specialist: str = typer.Option(None, "--specialist", "-s")) -> None:
     """Recent firings: policy, reason, parent, dataset cut, run."""
-    with _parts() as parts:
+    with cli_parts() as parts:
         table = Table("fired at", "specialist", "policy", "parent", "cut", "run", "reason")
         for f in parts.triggers.firings(specialist):
             table.add_row(f.fired_at.isoformat(timespec="seconds"), f.specialist, f.policy,
                           f.parent_key, str(f.dataset_cut), f.run_id[:8], f.reason)
-        console.print(table)
-
-
-# --- adapters ----------------------------------------------------------------------
-
-@adapters_app.command("list")
-def adapters_list(specialist: str = typer.Option(None, "--specialist", "-s")) -> None:
-    """Adapter versions, newest first, with status and parent."""
-    with _parts() as parts:
-        table = Table("adapter", "parent", "base", "status", "artifact", "registered")
-        for a in parts.registry.adapters(specialist):
-            table.add_row(a.adapter_id, a.parent_adapter_id or "root", a.base_model, a.status,
-                          a.artifact_sha256[:12], a.registered_at.isoformat(timespec="seconds"))
-        console.print(table)
-
-
-@adapters_app.command("show")
-def adapters_show(adapter_id: str) -> None:
-    """Every field of a version: lineage references, hyper-parameters, metrics."""
-    with _parts() as parts:
-        _json(parts.registry.adapter(adapter_id).to_json())
-
-
-@adapters_app.command("lineage")
-def adapters_lineage(adapter_id: str,
-                     deep: bool = typer.Option(False, help="Rebuild data, hash base")) -> None:
-    """The chain back to the root, each link verified; exit 1 if any check fails."""
-    with _parts() as parts:
-        chain = parts.lineage.chain(adapter_id, deep)
-    _json(chain)
-    if not all(link["verified"] for link in chain):
-        raise typer.Exit(1)
-
-
-@adapters_app.command("promote")
-def adapters_promote(adapter_id: str, reason: str = typer.Option(...),
-                     alias: str = typer.Option("production")) -> None:
-    """Promote by hand and move ALIAS to it."""
-    with _parts() as parts:
-        _json(parts.registry.set_status(adapter_id, PROMOTED, _actor(), reason, alias).to_json())
-
-
-@adapters_app.command("reject")
-def adapters_reject(adapter_id: str, reason: str = typer.Option(...)) -> None:
-    """Mark a version rejected."""
-    with _parts() as parts:
-        _json(parts.registry.set_status(adapter_id, REJECTED, _actor(), reason).to_json())
-
-
-# --- alias -------------------------------------------------------------------------
-
-@alias_app.command("set")
-def alias_set(specialist: str, alias: str, adapter_id: str, reason: str = typer.Option(...)) -> None:
-    """Point ALIAS of SPECIALIST at ADAPTER_ID (an alias.moved event)."""
-    with _parts() as parts:
-        _json(parts.aliases.move(specialist, alias, adapter_id, _actor(), reason).to_json())
-
-
-@alias_app.command("rollback")
-def alias_rollback(specialist: str, alias: str, reason: str = typer.Option(...)) -> None:
-    """Move ALIAS back to where it pointed before its latest move."""
-    with _parts() as parts:
-        _json(parts.aliases.rollback(specialist, alias, _actor(), reason).to_json())
-
-
-@alias_app.command("at")
-def alias_at(specialist: str, alias: str,
-             time_: datetime = typer.Option(None, "--time", "-t", help="ISO time; default now")) -> None:
-    """Where ALIAS pointed at a time."""
-    with _parts() as parts:
-        move = parts.aliases.at(specialist, alias, time_)
-    console.print(move.adapter_id if move and move.adapter_id else "(unset)")
-
-
-@alias_app.command("history")
-def alias_history(specialist: str, alias: str = typer.Argument(None)) -> None:
-    """Moves, newest first: when, who, from, to, why."""
-    with _parts() as parts:
-        table = Table("moved at", "alias", "from", "to", "actor", "reason")
-        for m in parts.aliases.history(specialist, alias):
-            table.add_row(m.moved_at.isoformat(timespec="seconds"), m.alias,
-                          m.previous_adapter_id or "-", m.adapter_id or "-", m.actor, m.reason)
-        console.print(table)
-
-
-@alias_app.command("resolve")
-def alias_resolve(specialist: str, alias: str = typer.Argument("production")) -> None:
-    """What a server loads: adapter version, artifact location and sha256, base model."""
-    with _parts() as parts:
-        _json(parts.resolve(specialist, alias))
-
-
-# --- base models -------------------------------------------------------------------
-
-@base_app.command("register")
-def base_register(path: Path, name: str = typer.Option(..., "--name", "-n")) -> None:
-    """Register a local model directory (hashes its weight files)."""
-    with _parts() as parts:
-        _json(parts.registry.register_base_model(name, path, _actor()).to_json())
-
-
-@base_app.command("build-tiny")
-def base_build_tiny(name: str = typer.Option("tiny", "--name", "-n"),
-                    directory: Path = typer.Option(None, "--dir", help="Default <data_dir>/models/NAME"),
-                    seed: int = typer.Option(0)) -> None:
-    """Build the tiny local causal LM (no download) and register it."""
-    from trainer.ml.tiny_model import build_tiny_base_model
-
-    target = directory or get_settings().data_dir / "models" / name
-    path = build_tiny_base_model(target, seed=seed)
-    with _parts() as parts:
-        _json(parts.registry.register_base_model(name, path, _actor()).to_json())
-
-
-@base_app.command("list")
-def base_list() -> None:
-    """Registered base models."""
-    with _parts() as parts:
-        table = Table("name", "weights sha256", "path", "registered")
-        for b in parts.registry.base_models():
-            table.add_row(b.name, b.weights_sha256[:16], b.path,
-                          b.registered_at.isoformat(timespec="seconds"))
         console.print(table)
 
 
@@ -357,8 +231,5 @@ def trainer(
 def register(app: typer.Typer) -> None:
     app.add_typer(train_app, name="train")
     app.add_typer(triggers_app, name="triggers")
-    app.add_typer(adapters_app, name="adapters")
-    app.add_typer(alias_app, name="alias")
-    app.add_typer(base_app, name="base-models")
     app.command()(trainer)
 

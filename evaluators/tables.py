@@ -57,4 +57,5 @@ reward_records = Table(
                          name="fk_reward_records_contract"),
     Index("ix_reward_records_contract", "contract_name", "contract_version", "position"),
     Index("ix_reward_records_specialist", "specialist", "position"),
+    Index("ix_reward_records_stream", "stream_id", "position"),
 )

@@ -9,6 +9,7 @@ import typer
 from events.checkpoints import Checkpoints
 from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
 from events.relay import EventsFeed, OutboxFeed, Progress, RelayLoop
+from events.relay_lock import RelayLock
 from hcp.bootstrap import Container, bootstrap
 from hcp.cli.common import stop_on_signals
 
@@ -30,6 +31,13 @@ def relay(
                    "the database log directly and there is nothing to relay", err=True)
         raise typer.Exit(2)
     feeds = build_feeds(container)
+    stop = stop_on_signals()
+    lock = RelayLock(container.engine, settings.topic_prefix)
+    if not lock.acquire(stop, wait=not once, on_wait=lambda: typer.echo(
+            "standby: another relay is publishing this outbox; waiting to take over")):
+        typer.echo("another relay is publishing this outbox; nothing to do")
+        container.close()
+        return
     ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
     publisher = KafkaPublisher(make_producer(settings.kafka_bootstrap))
     loop = RelayLoop(feeds, publisher, Checkpoints(container.engine), page_size=page_size)
@@ -38,13 +46,13 @@ def relay(
             for p in loop.drain():
                 _echo(p)
         else:
-            stop = stop_on_signals()
             typer.echo(f"relaying {', '.join(f.topic for f in feeds)} "
                        f"from {settings.kafka_bootstrap}")
             loop.run(stop, on_progress=_echo)
             typer.echo("stopped: last page acknowledged and checkpointed")
     finally:
         publisher.close()
+        lock.release()
         container.close()
 
 

@@ -23,14 +23,14 @@ import argparse
 import os
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from sqlalchemy import Column, MetaData, Table, text
-from sqlalchemy.engine import Engine, make_url
+from scratch import fresh_database  # bench/scratch.py, beside this script
+from sqlalchemy import Column, MetaData, Table
+from sqlalchemy.engine import Engine
 
 from evaluators import worker as worker_module
 from evaluators.model import reward_id_for
@@ -175,18 +175,8 @@ def database(args: argparse.Namespace) -> Iterator[str]:
             migrate.upgrade(url)
             yield url
         return
-    name = f"hcp_bench_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(args.postgres, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    url = make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
-    try:
-        migrate.upgrade(url)
+    with fresh_database(args.postgres) as url:
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def publish(container: Container, version: int) -> None:

@@ -31,12 +31,11 @@ from pathlib import Path
 
 import httpx
 import psycopg
-from sqlalchemy import text
+from scratch import fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy.engine import make_url
 
 from events.checkpoints import Checkpoints
 from events.relay import checkpoint_name
-from hcp import migrate
 from hcp.apikeys import create_key
 from hcp.db import make_engine
 
@@ -89,22 +88,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=50.0, help="single-event POSTs per second")
     parser.add_argument("--seconds", type=float, default=10.0)
     return parser.parse_args()
-
-
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    name = f"hcp_bench_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        migrate.upgrade(url)
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def api_command(port: int, workers: int) -> list[str]:

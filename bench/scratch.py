@@ -1,0 +1,30 @@
+"""A throw-away PostgreSQL database, migrated to head, for one benchmark run."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from hcp import migrate
+from hcp.db import make_engine
+
+
+@contextmanager
+def fresh_database(admin_url: str) -> Iterator[str]:
+    """Create ``hcp_bench_<random>``, migrate it, yield its URL, drop it afterwards."""
+    name = f"hcp_bench_{uuid.uuid4().hex[:8]}"
+    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        migrate.upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()

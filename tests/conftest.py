@@ -19,7 +19,9 @@ from sqlalchemy.engine import Engine, make_url
 from hcp import migrate
 from hcp.db import make_engine
 
-TEMPLATE_DB = "hcp_test_template"
+# One template per pytest process: suites run side by side (several checkouts sharing one
+# PostgreSQL) must not drop each other's template while it is being cloned.
+TEMPLATE_DB = f"hcp_test_template_{os.getpid()}"
 
 
 def _service(var: str) -> str:
@@ -47,16 +49,18 @@ def redis_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_template(postgres_admin_url: str) -> str:
+def postgres_template(postgres_admin_url: str) -> Iterator[str]:
     """A database migrated to head once per session; each test clones it (fast)."""
     admin = make_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f"DROP DATABASE IF EXISTS {TEMPLATE_DB} WITH (FORCE)"))
         conn.execute(text(f"CREATE DATABASE {TEMPLATE_DB}"))
-    admin.dispose()
     url = make_url(postgres_admin_url).set(database=TEMPLATE_DB).render_as_string(hide_password=False)
     migrate.upgrade(url)
-    return url
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {TEMPLATE_DB} WITH (FORCE)"))
+    admin.dispose()
 
 
 @pytest.fixture

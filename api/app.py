@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response
 
 from api.errors import install_error_handlers
+from api.metrics import Metrics
 from api.routes import ROUTERS
 from hcp.bootstrap import Container, bootstrap
 
@@ -25,6 +26,7 @@ def create_app(container: Container | None = None) -> FastAPI:
             app.state.container.close()
 
     app = FastAPI(title="HCP contract and versioning server", version="0.1.0", lifespan=lifespan)
+    app.state.metrics = Metrics()
     if container is not None:
         app.state.container = container
     install_error_handlers(app)
@@ -38,7 +40,7 @@ def create_app(container: Container | None = None) -> FastAPI:
         started = time.perf_counter()
         response = await call_next(request)
         route = request.scope.get("route")
-        app.state.container.metrics.request_seconds.labels(
+        app.state.metrics.request_seconds.labels(
             getattr(route, "path", "unmatched"), request.method, str(response.status_code)
         ).observe(time.perf_counter() - started)
         return response

@@ -1,4 +1,5 @@
-"""Dependencies shared by the routes: the container and scope-checked principals."""
+"""Dependencies shared by the routes: the services of the container, and principals whose
+scopes were checked. Routes take what they use by type; nothing here builds a service."""
 
 from __future__ import annotations
 
@@ -8,8 +9,22 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from hcp.apikeys import Principal, authenticate
+from access.keys import Principal
+from api.metrics import Metrics
+from audit.lineage import Lineage
+from contract.versions import ContractVersions
+from evaluators.dryrun import DryRuns
+from evaluators.reevaluation import Reevaluations
+from evaluators.rewards import RewardStore
+from events.store import EventStore
 from hcp.bootstrap import Container
+from hcp.settings import Settings
+from trainer.registry.aliases import Aliases
+from trainer.registry.registry import Registry
+from trainer.registry.serving import Resolver
+from trainer.runs.store import Runs
+from trainer.triggers.firing import Triggers
+from trainer.triggers.sources import Policies
 
 bearer = HTTPBearer(auto_error=False, description="An API key from `hcp keys create`")
 
@@ -22,6 +37,34 @@ def get_container(request: Request) -> Container:
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
+def _service(name: str) -> Any:
+    def get(container: ContainerDep) -> Any:
+        return getattr(container, name)
+
+    return Depends(get)
+
+
+def _metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+SettingsDep = Annotated[Settings, _service("settings")]
+MetricsDep = Annotated[Metrics, Depends(_metrics)]
+StoreDep = Annotated[EventStore, _service("store")]
+ContractsDep = Annotated[ContractVersions, _service("contracts")]
+RewardsDep = Annotated[RewardStore, _service("rewards")]
+DryRunsDep = Annotated[DryRuns, _service("dry_runs")]
+ReevaluationsDep = Annotated[Reevaluations, _service("reevaluations")]
+RegistryDep = Annotated[Registry, _service("registry")]
+AliasesDep = Annotated[Aliases, _service("aliases")]
+ResolverDep = Annotated[Resolver, _service("resolver")]
+LineageDep = Annotated[Lineage, _service("lineage")]
+RunsDep = Annotated[Runs, _service("runs")]
+PoliciesDep = Annotated[Policies, _service("policies")]
+TriggersDep = Annotated[Triggers, _service("triggers")]
+
+
 def require(scope: str) -> Callable[..., Any]:
     """A dependency that admits only keys holding ``scope`` (or ``admin``)."""
 
@@ -32,7 +75,7 @@ def require(scope: str) -> Callable[..., Any]:
         if credentials is None:
             raise HTTPException(401, "missing API key: send Authorization: Bearer <key>",
                                 headers={"WWW-Authenticate": "Bearer"})
-        principal = authenticate(container.engine, credentials.credentials)
+        principal = container.keys.authenticate(credentials.credentials)
         if principal is None:
             raise HTTPException(401, "unknown or malformed API key",
                                 headers={"WWW-Authenticate": "Bearer"})

@@ -10,12 +10,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contract.document import ContractInvalid
-from contract.service import VersionConflict, VersionNotFound
-from events.errors import EventIdConflict, WrongExpectedSeq
 from events.ingest import BatchRejected
-from trainer.model import Conflict as RegistryConflict
-from trainer.model import Invalid as RegistryInvalid
-from trainer.model import NotFound as RegistryNotFound
+from kernel.errors import Conflict, DomainError, Invalid, NotFound
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -54,11 +50,6 @@ async def _batch(_: Request, exc: BatchRejected) -> JSONResponse:
     return JSONResponse(error_body("invalid_event", exc.message, exc.field), exc.status)
 
 
-async def _conflict(_: Request, exc: Exception) -> JSONResponse:
-    code = "event_id_conflict" if isinstance(exc, EventIdConflict) else "wrong_expected_seq"
-    return JSONResponse(error_body(code, str(exc), getattr(exc, "field", None)), 409)
-
-
 async def _contract_invalid(_: Request, exc: Exception) -> JSONResponse:
     problems = [_problem_json(p) for p in getattr(exc, "problems", [])]
     first = problems[0] if problems else {"message": str(exc)}
@@ -72,27 +63,20 @@ def _problem_json(problem: Any) -> dict[str, Any]:
     return {"message": str(problem)}
 
 
-async def _not_found(_: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(error_body("not_found", str(exc)), 404)
+# Every package's errors derive from the kernel's three families; one status each.
+STATUS_OF: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409, Invalid: 422}
 
 
-async def _state_conflict(_: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(error_body("conflict", str(exc)), 409)
-
-
-async def _invalid(_: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(error_body("invalid_request", str(exc)), 422)
+async def _domain(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    status = next(code for family, code in STATUS_OF.items() if isinstance(exc, family))
+    return JSONResponse(error_body(exc.code, str(exc), exc.field), status)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_exception_handler(BatchRejected, _batch)  # type: ignore[arg-type]
-    app.add_exception_handler(EventIdConflict, _conflict)
-    app.add_exception_handler(WrongExpectedSeq, _conflict)
     app.add_exception_handler(ContractInvalid, _contract_invalid)
-    app.add_exception_handler(VersionNotFound, _not_found)
-    app.add_exception_handler(VersionConflict, _state_conflict)
-    app.add_exception_handler(RegistryNotFound, _not_found)
-    app.add_exception_handler(RegistryConflict, _state_conflict)
-    app.add_exception_handler(RegistryInvalid, _invalid)
+    for family in STATUS_OF:
+        app.add_exception_handler(family, _domain)

@@ -36,14 +36,13 @@ from evaluators import worker as worker_module
 from evaluators.model import reward_id_for
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardQuery, RewardStore, copy_rows, to_row
-from evaluators.service import evaluator
 from evaluators.tables import reward_records
 from events.feed import DatabaseLogReader
 from events.model import EventMetadata, NewEvent
 from hcp import migrate
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 
 CONTRACT = """
 [contract]
@@ -112,7 +111,7 @@ def main() -> None:
         events = container.store.head()
         print(f"log:          {events:,} events")
 
-        worker = evaluator(container, "bench", args.batch,
+        worker = container.evaluator("bench", args.batch,
                            reader=DatabaseLogReader(engine, container.store, "bench"))
         scoring = Stopwatch(worker_module, "score_subjects")
         started = time.perf_counter()

@@ -34,10 +34,10 @@ import psycopg
 from scratch import fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy.engine import make_url
 
+from access.keys import create_key
 from events.checkpoints import Checkpoints
 from events.relay import checkpoint_name
-from hcp.apikeys import create_key
-from hcp.db import make_engine
+from kernel.db import make_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ("position, event_id, stream_id, stream_seq, type, schema_version, payload, occurred_at, "
@@ -55,7 +55,7 @@ def main() -> None:
                "HCP_TOPIC_PREFIX": prefix}
         port = free_port()
         with process(api_command(port, args.api_workers), env), \
-                process([sys.executable, "-m", "hcp.cli.main", "relay"], env):
+                process([sys.executable, "-m", "cli.main", "relay"], env):
             base = f"http://127.0.0.1:{port}"
             wait_healthy(base)
             bodies = make_batches(args.events, args.batch, args.streams)

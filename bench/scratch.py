@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from hcp import migrate
-from hcp.db import make_engine
+from kernel.db import make_engine
 
 
 @contextmanager

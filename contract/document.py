@@ -28,7 +28,7 @@ __all__ = [
     "ContractDocument",
     "ContractInvalid",
     "Problem",
-    "canonical_json",
+    "canonical_form",
     "content_hash",
     "contract_json_schema",
     "dump_toml",
@@ -99,7 +99,7 @@ def _located(problem: Problem, toml_text: str) -> Problem:
     return Problem(**{**asdict(problem), "line": line})
 
 
-def canonical_json(doc: ContractDocument) -> str:
+def canonical_form(doc: ContractDocument) -> str:
     """The normalised document as canonical JSON: defaults filled, keys sorted, sets sorted.
 
     Whitespace, comments, key order, the order of criteria and gates, and writing a default
@@ -116,7 +116,7 @@ def canonical_json(doc: ContractDocument) -> str:
 
 def content_hash(doc: ContractDocument) -> str:
     """sha256 (64 lowercase hex digits) of the canonical JSON; stored with every reward."""
-    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_form(doc).encode("utf-8")).hexdigest()
 
 
 def dump_toml(doc: ContractDocument) -> str:

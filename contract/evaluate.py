@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contract import rubric
-from contract.document import canonical_json, content_hash
+from contract.document import canonical_form, content_hash
 from contract.rubric import CompiledExpression, EvaluationError, Limits
 from contract.sections import ContractDocument
 from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES
@@ -119,7 +119,7 @@ def evaluate_subject(
 
 
 def _cached(doc: ContractDocument) -> CompiledContract:
-    key = canonical_json(doc)
+    key = canonical_form(doc)
     found = _COMPILED.get(key)
     if found is None:
         if len(_COMPILED) >= _COMPILED_MAX:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kernel.errors import Invalid
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -35,8 +37,10 @@ class Problem:
         return body
 
 
-class ContractInvalid(Exception):
+class ContractInvalid(Invalid):
     """A contract document that cannot be accepted; `problems` lists all that was found."""
+
+    code = "invalid_contract"
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems

@@ -8,20 +8,17 @@ problem is collected rather than the first one raised.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     StringConstraints,
     field_validator,
-    model_serializer,
-    model_validator,
 )
 
-from contract.schedule import parse_schedule
+from contract.policy import TriggerPolicy
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
 ItemId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
@@ -111,7 +108,7 @@ class Split(Section):
     seed: Annotated[int, Field(ge=0)] = 0
 
 
-class Evaluation(Section):
+class EvaluationSection(Section):
     subject: Literal["turn", "episode"]
     applies_to: AppliesTo = AppliesTo()
     aggregation: Literal["weighted_mean", "min", "geometric_mean"] = "weighted_mean"
@@ -124,56 +121,6 @@ class Evaluation(Section):
     def _by_id(cls, items: list[Criterion] | list[Gate]) -> list[Criterion] | list[Gate]:
         # Criteria and gates are sets keyed by id; reordering them must not change the hash.
         return sorted(items, key=lambda item: item.id)  # type: ignore[return-value]
-
-
-class RewardFloor(Section):
-    threshold: Unit
-    window: Annotated[int, Field(ge=1)]  # the production adapter's most recent N rewards
-
-
-class TriggerPolicy(Section):
-    enabled: bool = True
-    min_new_rewards: Annotated[int, Field(ge=1)] | None = None
-    reward_floor: RewardFloor | None = None
-    schedule: str | None = None  # "every 6h" or a five-field cron line, UTC
-    auto_promote: bool = False
-    gate_margin: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0
-    regression_tolerance: dict[str, Unit] = {}  # criterion id (or "*") -> allowed drop
-    # offline: log-likelihood margin on held-out rewarded examples; rollout: mean contract
-    # reward of responses the models generate for the held-out prompts.
-    gate_metric: Literal["offline", "rollout"] = "offline"
-    rollout_max_new_tokens: Annotated[int, Field(ge=1, le=1024)] = 24
-
-    @field_validator("schedule")
-    @classmethod
-    def _schedule(cls, text: str | None) -> str | None:
-        if text is not None:
-            parse_schedule(text)  # raises ValueError with the reason
-        return text
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Keys added after documents were published are left out at their defaults, so
-        # the canonical JSON (and the content hash) of those documents stays what it was.
-        data: dict[str, Any] = handler(self)
-        for key, default in _LATER_DEFAULTS.items():
-            if data.get(key) == default:
-                data.pop(key, None)
-        return data
-
-    @model_validator(mode="after")
-    def _fires(self) -> TriggerPolicy:
-        never = self.min_new_rewards is None and self.reward_floor is None and not self.schedule
-        if self.enabled and never:
-            raise ValueError("an enabled policy needs min_new_rewards, reward_floor or schedule")
-        return self
-
-    def tolerance_for(self, criterion_id: str) -> float | None:
-        """Allowed drop of a criterion's held-out mean; None: that criterion is not gated."""
-        return self.regression_tolerance.get(criterion_id, self.regression_tolerance.get("*"))
-
-
-_LATER_DEFAULTS: dict[str, Any] = {"gate_metric": "offline", "rollout_max_new_tokens": 24}
 
 
 class Training(Section):
@@ -191,7 +138,7 @@ class ContractDocument(Section):
 
     contract: ContractMeta
     harness: Harness
-    evaluation: Evaluation
+    evaluation: EvaluationSection
     training: Training = Training()
 
     @property

@@ -16,10 +16,9 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    UniqueConstraint,
 )
 
-from hcp.db import metadata
+from kernel.db import metadata
 
 contract_versions = Table(
     "contract_versions",
@@ -39,23 +38,4 @@ contract_versions = Table(
     Column("last_event_position", BigInteger, nullable=False),
     ForeignKeyConstraint(["name", "parent_version"],
                          ["contract_versions.name", "contract_versions.version"]),
-)
-
-# Re-scoring history under a newly published version: one row per job, with progress.
-reevaluations = Table(
-    "reevaluations",
-    metadata,
-    Column("job_id", String(36), primary_key=True),
-    Column("contract_name", String(100), nullable=False),
-    Column("contract_version", Integer, nullable=False),
-    Column("from_position", BigInteger, nullable=False),
-    Column("to_position", BigInteger, nullable=False),  # log head when the job started
-    Column("done_position", BigInteger, nullable=False),
-    Column("subjects_scored", Integer, nullable=False),
-    Column("status", String(20), nullable=False),  # running | succeeded | failed
-    Column("error", Text),
-    Column("started_at", DateTime(timezone=True), nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
-    UniqueConstraint("contract_name", "contract_version", "from_position",
-                     name="uq_reevaluations_version_from"),
 )

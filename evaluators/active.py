@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from contract.evaluate import compile_contract
-from contract.service import ContractService, ContractVersion
+from contract.versions import ContractVersion, ContractVersions
 from evaluators.model import VersionRef
 from evaluators.scoring import ScoringVersion
 
@@ -25,7 +25,7 @@ class ActiveContracts:
     changes, so a refresh costs one small query unless something was published.
     """
 
-    def __init__(self, contracts: ContractService) -> None:
+    def __init__(self, contracts: ContractVersions) -> None:
         self.contracts = contracts
         self._compiled: dict[tuple[str, int, str], ScoringVersion] = {}
         self.versions: list[ScoringVersion] = []

@@ -12,20 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.engine import Engine
-
 from contract.dryrun import DryRunReport, dry_run_report
 from contract.evaluate import Evaluation, split_for
 from contract.rubric import EvaluationError
-from contract.service import PUBLISHED, ContractService, ContractVersion, VersionNotFound
 from contract.subject import Subject
+from contract.versions import PUBLISHED, ContractVersion, ContractVersions, VersionNotFound
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
 from evaluators.active import compile_version
 from evaluators.scoring import ScoringVersion, evaluate
 from evaluators.subjects import SubjectReader
-from events.store import EventStore
-from events.tables import events as events_table
+from events.store import Closer, EventStore
 
 MAX_SUBJECTS = 10_000
 CLOSERS_OF = {"turn": (TURN_USER, EPISODE_COMPLETED), "episode": (EPISODE_COMPLETED,)}
@@ -72,9 +68,9 @@ class DryRun:
 
 
 class DryRuns:
-    def __init__(self, engine: Engine, store: EventStore, contracts: ContractService) -> None:
-        self.engine, self.store, self.contracts = engine, store, contracts
-        self.subjects = SubjectReader(engine, store)
+    def __init__(self, store: EventStore, contracts: ContractVersions) -> None:
+        self.store, self.contracts = store, contracts
+        self.subjects = SubjectReader(store)
 
     def run(self, name: str, version: int, selection: Selection, baseline: int | None = None,
             top: int = 10) -> DryRun:
@@ -115,11 +111,11 @@ class DryRuns:
         subjects: list[Subject] = []
         after = lo - 1
         while after < hi and len(subjects) <= MAX_SUBJECTS:
-            page = self._closers(kind, after, hi, limit=2000, newest_first=False)
+            page = self.store.closers(CLOSERS_OF[kind], after, hi, limit=2000)
             if not page:
                 break
             subjects += self.subjects.closed_at(_by_stream(page), {kind})
-            after = page[-1][0]
+            after = page[-1].position
         subjects.sort(key=lambda s: s.events[-1].position)
         return subjects[:MAX_SUBJECTS], len(subjects) > MAX_SUBJECTS
 
@@ -127,30 +123,20 @@ class DryRuns:
         subjects: list[Subject] = []
         before = self.store.head()
         while len(subjects) < n and before > 0:
-            page = self._closers(kind, 0, before, limit=max(2 * (n - len(subjects)), 200),
-                                 newest_first=True)
+            page = self.store.closers(CLOSERS_OF[kind], 0, before,
+                                      limit=max(2 * (n - len(subjects)), 200), newest_first=True)
             if not page:
                 break
             subjects += self.subjects.closed_at(_by_stream(page), {kind})
-            before = page[-1][0] - 1
+            before = page[-1].position - 1
         subjects.sort(key=lambda s: s.events[-1].position, reverse=True)
         return sorted(subjects[:n], key=lambda s: s.events[-1].position)
 
-    def _closers(self, kind: str, after: int, upto: int, limit: int,
-                 newest_first: bool) -> list[tuple[int, str, int]]:
-        e = events_table.c
-        order = e.position.desc() if newest_first else e.position
-        query = (select(e.position, e.stream_id, e.stream_seq)
-                 .where(e.type.in_(CLOSERS_OF[kind]), e.position > after, e.position <= upto)
-                 .order_by(order).limit(limit))
-        with self.engine.connect() as conn:
-            return [(int(r[0]), str(r[1]), int(r[2])) for r in conn.execute(query)]
 
-
-def _by_stream(closers: Sequence[tuple[int, str, int]]) -> dict[str, list[int]]:
+def _by_stream(closers: Sequence[Closer]) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
-    for _position, stream, seq in closers:
-        found.setdefault(stream, []).append(seq)
+    for closer in closers:
+        found.setdefault(closer.stream_id, []).append(closer.stream_seq)
     return found
 
 

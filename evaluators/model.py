@@ -101,12 +101,7 @@ def reward_for(subject: Subject, version: VersionRef, evaluation: Evaluation,
     """The record of an applicable evaluation (errors included: they are recorded, not dropped)."""
     errors = tuple(e.to_json() for e in evaluation.errors)
     return RewardRecord(
-        reward_id=reward_id_for(subject.id, version.name, version.version),
-        subject_id=subject.id, subject_kind=subject.kind, stream_id=subject.stream_id,
-        first_position=subject.events[0].position, last_position=subject.events[-1].position,
-        event_ids=tuple(str(e.event_id) for e in subject.events),
-        contract_name=version.name, contract_version=version.version,
-        contract_hash=version.content_hash, evaluator_version=EVALUATOR_VERSION,
+        **_provenance(subject, version),
         score=None if errors else evaluation.score,
         components=dict(evaluation.components), gates=dict(evaluation.gates),
         split=evaluation.split, specialist=_text(subject_input.get("specialist")),
@@ -120,15 +115,22 @@ def failed_reward(subject: Subject, version: VersionRef, message: str, split: st
     still one record, so it is visible and the worker does not stop on it."""
     error = {"item": "evaluator", "message": message[:500], "kind": "internal"}
     return RewardRecord(
-        reward_id=reward_id_for(subject.id, version.name, version.version),
-        subject_id=subject.id, subject_kind=subject.kind, stream_id=subject.stream_id,
-        first_position=subject.events[0].position, last_position=subject.events[-1].position,
-        event_ids=tuple(str(e.event_id) for e in subject.events),
-        contract_name=version.name, contract_version=version.version,
-        contract_hash=version.content_hash, evaluator_version=EVALUATOR_VERSION, score=None,
+        **_provenance(subject, version), score=None,
         components={}, gates={}, split=split, specialist=None, adapter_version=None,
         eligible=False, errors=(error,),
     )
+
+
+def _provenance(subject: Subject, version: VersionRef) -> dict[str, Any]:
+    """What every record of ``subject`` under ``version`` says about where it came from."""
+    return {
+        "reward_id": reward_id_for(subject.id, version.name, version.version),
+        "subject_id": subject.id, "subject_kind": subject.kind, "stream_id": subject.stream_id,
+        "first_position": subject.events[0].position, "last_position": subject.events[-1].position,
+        "event_ids": tuple(str(e.event_id) for e in subject.events),
+        "contract_name": version.name, "contract_version": version.version,
+        "contract_hash": version.content_hash, "evaluator_version": EVALUATOR_VERSION,
+    }
 
 
 def errors_text(errors: Sequence[Mapping[str, str]]) -> str | None:

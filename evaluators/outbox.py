@@ -7,17 +7,12 @@ stream's rewards stay in order on one partition; value = the record's JSON wire 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlalchemy.engine import Engine, RowMapping
 
 from evaluators.rewards import from_row
 from evaluators.tables import reward_records
 from events.kafka_io import encode_json
 from events.relay import OutboxMessage, TableFeed
-
-if TYPE_CHECKING:
-    from hcp.bootstrap import Container
 
 
 def reward_message(row: RowMapping) -> OutboxMessage:
@@ -30,7 +25,3 @@ def reward_message(row: RowMapping) -> OutboxMessage:
 def rewards_table_feed(engine: Engine, topic: str) -> TableFeed:
     return TableFeed(engine, reward_records, "position", topic, reward_message)
 
-
-def rewards_feed(container: Container) -> TableFeed:
-    """The hook `hcp relay` looks up (hcp/cli/relay.py EXTRA_FEEDS)."""
-    return rewards_table_feed(container.engine, container.settings.rewards_topic)

@@ -33,16 +33,16 @@ from sqlalchemy.engine import Connection, Engine
 
 from contract.problems import ContractInvalid
 from contract.rubric import ExpressionError
-from contract.service import PUBLISHED, ContractService, VersionConflict
-from contract.tables import reevaluations as jobs
+from contract.versions import PUBLISHED, ContractVersions, VersionConflict
 from evaluators.active import compile_version
 from evaluators.model import RewardRecord
 from evaluators.rewards import RewardStore
 from evaluators.scoring import ScoringVersion, score_subjects
 from evaluators.subjects import SubjectReader
-from events.model import utc
+from evaluators.tables import reevaluations as jobs
 from events.store import EventStore
-from hcp.db import is_postgres
+from kernel.clock import utc
+from kernel.db import is_postgres
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 JOB_LOCK_CLASS = 0x48435052  # "HCPR": the class half of the two-key advisory lock of a job
@@ -79,10 +79,10 @@ class Job:
 
 
 class Reevaluations:
-    def __init__(self, engine: Engine, store: EventStore, contracts: ContractService,
+    def __init__(self, engine: Engine, store: EventStore, contracts: ContractVersions,
                  rewards: RewardStore, chunk_positions: int = 2000) -> None:
         self.engine, self.store, self.contracts, self.rewards = engine, store, contracts, rewards
-        self.subjects = SubjectReader(engine, store)
+        self.subjects = SubjectReader(store)
         self.chunk_positions = chunk_positions
         self._compiled: dict[tuple[str, int], ScoringVersion] = {}
 

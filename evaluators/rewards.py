@@ -16,22 +16,32 @@ Two rules shape ``record``:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from psycopg.types.json import Json
-from sqlalchemy import any_, bindparam, func, select, text
+from sqlalchemy import ColumnElement, any_, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.types import String
 
 from evaluators.model import RewardRecord, errors_from_text, errors_text
 from evaluators.tables import reward_records as rr
-from events.model import utc
-from hcp.db import is_postgres
+from kernel.clock import utc
+from kernel.db import is_postgres, reading
+from kernel.sql import head, insert_rows, lock_writers
 
 REWARD_LOCK_KEY = 0x484350525744  # "HCPRWD"; the event log uses "HCPLOG"
+_ID_CHUNK = 500  # ids per IN (...)
+
+
+def _eligible(specialist: str, contract: str | None) -> ColumnElement[bool]:
+    """Rewards the trainer may use: eligible under their contract, scored, no error."""
+    condition = ((rr.c.specialist == specialist) & rr.c.eligible.is_(True)
+                 & rr.c.error.is_(None) & rr.c.score.is_not(None))
+    if contract is not None:
+        condition = condition & (rr.c.contract_name == contract)
+    return condition
 
 
 @dataclass(frozen=True)
@@ -66,9 +76,11 @@ class RewardStore:
     def _record(self, conn: Connection, records: Sequence[RewardRecord]) -> list[RewardRecord]:
         if not records:
             return []
-        lock_rewards(conn)
+        # Held until this transaction commits: the next writer reads the head only after
+        # our rows are visible, so positions commit in order and without gaps.
+        lock_writers(conn, REWARD_LOCK_KEY)
         seen = self._existing(conn, list({r.subject_id for r in records}))
-        position = self._head(conn)
+        position = head(conn, rr.c.position)
         created: list[RewardRecord] = []
         for record in records:
             if record.key in seen:
@@ -76,10 +88,7 @@ class RewardStore:
             seen.add(record.key)
             position += 1
             created.append(replace(record, position=position))
-        if created and conn.dialect.driver == "psycopg":
-            copy_rows(conn, [to_row(r) for r in created])
-        elif created:
-            conn.execute(rr.insert(), [to_row(r) for r in created])
+        insert_rows(conn, rr, [to_row(r) for r in created], _JSON_COLUMNS)
         return created
 
     def _existing(self, conn: Connection, subject_ids: list[str]) -> set[tuple[str, str, int]]:
@@ -90,13 +99,10 @@ class RewardStore:
             rows = conn.execute(select(*columns).where(rr.c.subject_id.in_(subject_ids)))
         return {(r[0], r[1], int(r[2])) for r in rows}
 
-    def _head(self, conn: Connection) -> int:
-        return int(conn.execute(select(func.max(rr.c.position))).scalar() or 0)
-
     def head(self) -> int:
         """The last committed reward position (0 when there is none)."""
         with self.engine.connect() as conn:
-            return self._head(conn)
+            return head(conn, rr.c.position)
 
     def get(self, reward_id: uuid.UUID) -> RewardRecord | None:
         with self.engine.connect() as conn:
@@ -116,6 +122,56 @@ class RewardStore:
         with self.engine.connect() as conn:
             return [from_row(row._mapping) for row in conn.execute(statement)]
 
+    # --- what the trainer reads: eligible rewards of a specialist --------------------
+
+    # ``conn``: the caller's open transaction (a trigger firing reads under its lock).
+
+    def eligible(self, specialist: str, contract: str | None, after: int, upto: int,
+                 conn: Connection | None = None) -> list[RewardRecord]:
+        """Usable rewards of ``specialist`` with ``after < position <= upto``, in order."""
+        query = (select(rr).where(_eligible(specialist, contract), rr.c.position > after,
+                                  rr.c.position <= upto).order_by(rr.c.position))
+        with reading(self.engine, conn) as c:
+            return [from_row(row._mapping) for row in c.execute(query)]
+
+    def eligible_head(self, specialist: str, contract: str | None,
+                      conn: Connection | None = None) -> int:
+        """The last position of a usable reward of ``specialist`` (0: none yet)."""
+        query = select(func.coalesce(func.max(rr.c.position), 0)).where(_eligible(specialist, contract))
+        with reading(self.engine, conn) as c:
+            return int(c.execute(query).scalar() or 0)
+
+    def count_eligible(self, specialist: str, contract: str | None, after: int,
+                       split: str | None = None, conn: Connection | None = None) -> int:
+        """How many usable rewards of ``specialist`` lie after position ``after``."""
+        query = select(func.count()).select_from(rr).where(_eligible(specialist, contract),
+                                                           rr.c.position > after)
+        if split is not None:
+            query = query.where(rr.c.split == split)
+        with reading(self.engine, conn) as c:
+            return int(c.execute(query).scalar() or 0)
+
+    def served_mean(self, adapter_version: str, window: int,
+                    conn: Connection | None = None) -> tuple[float | None, int]:
+        """Mean score of the last ``window`` scored rewards of subjects the adapter served."""
+        latest = (select(rr.c.score)
+                  .where(rr.c.adapter_version == adapter_version, rr.c.score.is_not(None))
+                  .order_by(rr.c.position.desc()).limit(window).subquery())
+        with reading(self.engine, conn) as c:
+            mean, count = c.execute(select(func.avg(latest.c.score), func.count())).one()
+        return (float(mean) if mean is not None else None), int(count)
+
+    def by_ids(self, reward_ids: Iterable[uuid.UUID | str],
+               conn: Connection | None = None) -> list[RewardRecord]:
+        """The stored rewards among ``reward_ids``, in position order."""
+        ids = sorted({uuid.UUID(str(i)) for i in reward_ids})
+        found: list[RewardRecord] = []
+        with reading(self.engine, conn) as c:
+            for start in range(0, len(ids), _ID_CHUNK):
+                query = select(rr).where(rr.c.reward_id.in_(ids[start:start + _ID_CHUNK]))
+                found += [from_row(row._mapping) for row in c.execute(query)]
+        return sorted(found, key=lambda r: r.position or 0)
+
     def count(self, contract_name: str, contract_version: int) -> int:
         statement = select(func.count()).select_from(rr).where(
             rr.c.contract_name == contract_name, rr.c.contract_version == contract_version)
@@ -123,30 +179,8 @@ class RewardStore:
             return int(conn.execute(statement).scalar() or 0)
 
 
-def lock_rewards(conn: Connection) -> None:
-    # Held until this transaction commits: the next writer reads the head only after our
-    # rows are visible, so positions commit in order and without gaps (see module doc).
-    if is_postgres(conn):
-        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": REWARD_LOCK_KEY})
-
-
 _IDS = bindparam("ids", type_=ARRAY(String))
-_COLUMNS = [column.name for column in rr.columns]
 _JSON_COLUMNS = frozenset({"event_ids", "components", "gates"})
-
-
-def copy_rows(conn: Connection, rows: list[dict[str, Any]], table: str = "reward_records") -> None:
-    """COPY rows (``to_row`` dicts) into ``table`` inside the caller's transaction.
-
-    Like the event store: several times cheaper per row than a multi-row INSERT, and it
-    commits (or not) with everything else in the transaction.
-    """
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    statement = f"COPY {table} ({', '.join(_COLUMNS)}) FROM STDIN"
-    with raw.cursor() as cursor, cursor.copy(statement) as copy:
-        for row in rows:
-            copy.write_row([Json(row[name]) if name in _JSON_COLUMNS else row[name] for name in _COLUMNS])
 
 
 def to_row(record: RewardRecord) -> dict[str, Any]:

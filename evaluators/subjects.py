@@ -14,19 +14,12 @@ last one: bounded reads, all streams of a batch in one query.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-from sqlalchemy import BigInteger, String, and_, select, text
-from sqlalchemy.engine import Connection, Engine
 
 from contract.subject import Subject, finished_subjects
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
 from events.model import RecordedEvent
-from events.store import EventStore, event_from_row, upcast_event
-from events.tables import events as events_table
-from hcp.db import is_postgres
+from events.store import EventStore
 
 # Only these event types can close a subject of either kind.
 CLOSING_TYPES = frozenset({TURN_USER, EPISODE_COMPLETED})
@@ -64,8 +57,8 @@ def _closed_at(subject: Subject, ordered: Sequence[RecordedEvent]) -> int | None
 class SubjectReader:
     """Finds and assembles the subjects that a batch of events closes."""
 
-    def __init__(self, engine: Engine, store: EventStore) -> None:
-        self.engine, self.store = engine, store
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
 
     def closed_by(self, events: Sequence[RecordedEvent], kinds: Iterable[str]) -> list[Subject]:
         """The subjects of ``kinds`` closed by any of ``events``.
@@ -102,10 +95,7 @@ class SubjectReader:
         return subjects
 
     def _read(self, reads: dict[str, tuple[int, int]]) -> dict[str, list[RecordedEvent]]:
-        if not reads:
-            return {}
-        with self.engine.connect() as conn:
-            return read_windows(conn, reads)
+        return self.store.read_windows(reads, episode_end=EPISODE_COMPLETED)
 
 
 def _contiguous_runs(events: Sequence[RecordedEvent],
@@ -123,51 +113,3 @@ def _contiguous_runs(events: Sequence[RecordedEvent],
         if seqs == list(range(seqs[0], last + 1)):
             runs[stream] = [by_seq[seq] for seq in seqs]
     return runs
-
-
-def read_windows(conn: Connection, reads: dict[str, tuple[int, int]]) -> dict[str, list[RecordedEvent]]:
-    """Per stream, given (first closer, stop): its events after the last ``episode.completed``
-    before the first closer, up to seq ``stop``, in seq order.
-
-    One query for every stream of the batch: a read per stream cost as much as scoring the
-    subjects (a connection checkout and a round trip for each of hundreds of streams).
-    """
-    e = events_table.c
-    if is_postgres(conn):
-        windows = _PG_WINDOWS.bindparams(ids=list(reads), firsts=[f for f, _ in reads.values()],
-                                         lasts=[stop for _, stop in reads.values()],
-                                         type=EPISODE_COMPLETED)
-    else:
-        pairs = json.dumps([[stream, first, stop] for stream, (first, stop) in reads.items()])
-        windows = _SQLITE_WINDOWS.bindparams(pairs=pairs, type=EPISODE_COMPLETED)
-    w = windows.columns(stream_id=String, start=BigInteger, stop=BigInteger).subquery("w")
-    query = (select(events_table)
-             .join(w, and_(e.stream_id == w.c.stream_id, e.stream_seq > w.c.start,
-                           e.stream_seq <= w.c.stop))
-             .order_by(e.stream_id, e.stream_seq))
-    found: dict[str, list[RecordedEvent]] = {}
-    for row in conn.execute(query):
-        event = recorded_event(row._mapping)
-        found.setdefault(event.stream_id, []).append(event)
-    return found
-
-
-def recorded_event(row: Any) -> RecordedEvent:
-    # The store's own row mapping and upcasting, so a window reads exactly like
-    # read_stream would. (Private there: worth a public ``read_windows`` on the port.)
-    return upcast_event(event_from_row(row))
-
-
-_PG_WINDOWS = text(
-    "SELECT w.stream_id, COALESCE((SELECT max(e.stream_seq) FROM events e "
-    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type = :type), 0) AS start, "
-    "w.last AS stop FROM unnest(CAST(:ids AS text[]), CAST(:firsts AS bigint[]), "
-    "CAST(:lasts AS bigint[])) AS w(stream_id, first, last)"
-)
-_SQLITE_WINDOWS = text(
-    "SELECT w.stream_id, COALESCE((SELECT max(e.stream_seq) FROM events e "
-    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type = :type), 0) AS start, "
-    "w.last AS stop FROM (SELECT json_extract(value, '$[0]') AS stream_id, "
-    "json_extract(value, '$[1]') AS first, json_extract(value, '$[2]') AS last "
-    "FROM json_each(:pairs)) AS w"
-)

@@ -1,4 +1,6 @@
-"""SQL table of reward records: append-only, one per (subject, contract version).
+"""SQL tables of the evaluators: reward records and re-evaluation jobs.
+
+Reward records: append-only, one per (subject, contract version).
 
 ``position`` is gapless and in commit order (allocated under a lock like the event
 log's), so the outbox relay can tail it to Kafka ``hcp.rewards`` and the trainer can
@@ -24,7 +26,7 @@ from sqlalchemy import (
     Uuid,
 )
 
-from hcp.db import metadata
+from kernel.db import metadata
 
 reward_records = Table(
     "reward_records",
@@ -58,4 +60,23 @@ reward_records = Table(
     Index("ix_reward_records_contract", "contract_name", "contract_version", "position"),
     Index("ix_reward_records_specialist", "specialist", "position"),
     Index("ix_reward_records_stream", "stream_id", "position"),
+)
+
+# Re-scoring history under a newly published version: one row per job, with progress.
+reevaluations = Table(
+    "reevaluations",
+    metadata,
+    Column("job_id", String(36), primary_key=True),
+    Column("contract_name", String(100), nullable=False),
+    Column("contract_version", Integer, nullable=False),
+    Column("from_position", BigInteger, nullable=False),
+    Column("to_position", BigInteger, nullable=False),  # log head when the job started
+    Column("done_position", BigInteger, nullable=False),
+    Column("subjects_scored", Integer, nullable=False),
+    Column("status", String(20), nullable=False),  # running | succeeded | failed
+    Column("error", Text),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("contract_name", "contract_version", "from_position",
+                     name="uq_reevaluations_version_from"),
 )

@@ -13,10 +13,12 @@ append-only and the hash chain covers their digest).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from events.model import RecordedEvent
 
 CUSTOM_PREFIX = "x."
 RESERVED_PREFIXES = ("contract.", "reward.", "trigger.", "training.", "adapter.", "alias.",
@@ -158,6 +160,15 @@ def upcast(event_type: str, schema_version: int, payload: dict[str, Any]) -> tup
     while (step := UPCASTERS.get((event_type, schema_version))) is not None:
         payload, schema_version = step(payload), schema_version + 1
     return schema_version, payload
+
+
+def upcast_event(event: RecordedEvent) -> RecordedEvent:
+    """The event with its payload brought to the current schema version: the one path
+    every reader takes (the SQL store, the Kafka reader)."""
+    version, payload = upcast(event.type, event.schema_version, event.payload)
+    if version == event.schema_version:
+        return event
+    return replace(event, schema_version=version, payload=payload)
 
 
 def catalogue_document() -> list[dict[str, Any]]:

@@ -8,19 +8,14 @@ the chain still verifies: the stored digest stands in for the erased content.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from events.model import RecordedEvent, metadata_json
+from kernel.canonical import canonical_json
 
 GENESIS_HASH = "0" * 64
-
-
-def canonical_json(value: Any) -> str:
-    """One byte sequence per JSON value: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def payload_digest(payload: dict[str, Any]) -> str:

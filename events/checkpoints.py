@@ -16,7 +16,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
 from events.tables import checkpoints as checkpoints_table
-from hcp.db import is_postgres
+from kernel.db import is_postgres
 
 
 class Checkpoints:

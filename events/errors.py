@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import uuid
 
+from kernel.errors import Conflict
 
-class EventLogError(Exception):
-    field: str = "events"
+
+class EventLogError(Conflict):
+    field: str | None = "events"
 
 
 class EventIdConflict(EventLogError):
     """The same event_id was already stored with different content (HTTP 409)."""
+
+    code = "event_id_conflict"
 
     def __init__(self, event_id: uuid.UUID, index: int | None = None) -> None:
         self.event_id, self.index = event_id, index
@@ -20,6 +24,8 @@ class EventIdConflict(EventLogError):
 
 class WrongExpectedSeq(EventLogError):
     """Optimistic concurrency: the stream moved on since the writer looked (HTTP 409)."""
+
+    code = "wrong_expected_seq"
 
     def __init__(self, stream_id: str, expected: int, actual: int, index: int | None = None):
         self.stream_id, self.expected, self.actual = stream_id, expected, actual

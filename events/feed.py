@@ -20,22 +20,18 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from kafka import ConsumerRebalanceListener, OffsetAndMetadata, TopicPartition
 from kafka.errors import CommitFailedError
 from sqlalchemy.engine import Connection, Engine
 
-from events.catalogue import upcast
+from events.catalogue import upcast_event
 from events.checkpoints import Checkpoints
 from events.kafka_io import event_from_bytes, make_consumer
 from events.model import RecordedEvent
 from events.store import EventStore
-
-if TYPE_CHECKING:
-    from hcp.bootstrap import Container
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +67,7 @@ class LogReader(ABC, Generic[T]):
 
 def decode_event(value: bytes) -> RecordedEvent:
     """A Kafka value back into an event, upcast like the database log's readers see it."""
-    event = event_from_bytes(value)
-    version, payload = upcast(event.type, event.schema_version, event.payload)
-    if version == event.schema_version:
-        return event
-    return replace(event, schema_version=version, payload=payload)
+    return upcast_event(event_from_bytes(value))
 
 
 class KafkaRecordReader(LogReader[T]):
@@ -187,10 +179,3 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
     def close(self) -> None:
         pass
 
-
-def open_event_reader(container: Container, group: str) -> LogReader[RecordedEvent]:
-    """Kafka when ``HCP_KAFKA_BOOTSTRAP`` is set, the database log otherwise (embedded)."""
-    settings = container.settings
-    if settings.kafka_bootstrap:
-        return KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, group)
-    return DatabaseLogReader(container.engine, container.store, group)

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from events.catalogue import PayloadInvalid, validate_client_event
-from events.chain import canonical_json
 from events.model import EventMetadata, NewEvent
 from events.store import Appended, EventStore
+from kernel.canonical import canonical_json
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from kernel.clock import utc
 
 # Metadata fields a client may set on an event, besides stream, type and payload.
 METADATA_FIELDS = (
@@ -95,13 +97,6 @@ def metadata_json(meta: EventMetadata, recorded_at: datetime) -> dict[str, Any]:
         "causation_id": _str(meta.causation_id),
         "correlation_id": _str(meta.correlation_id),
     }
-
-
-def utc(moment: datetime) -> datetime:
-    """Normalise to aware UTC; naive values (SQLite hands them back) are taken as UTC."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
 
 
 def _iso(moment: datetime | None) -> str | None:

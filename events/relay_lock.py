@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from hcp.db import is_postgres
+from kernel.db import is_postgres
 
 
 class RelayLock:

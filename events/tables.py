@@ -14,7 +14,7 @@ from sqlalchemy import (
     Uuid,
 )
 
-from hcp.db import metadata
+from kernel.db import metadata
 
 events = Table(
     "events",

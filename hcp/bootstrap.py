@@ -1,37 +1,180 @@
-"""The composition root: the one place engines, stores, producers and consumers are built.
+"""The composition root: the one place every service is built and wired to the others.
 
-Nothing is built at import time; entry points (the API lifespan, CLI commands, workers)
-call ``bootstrap()`` and pass the pieces down.
+Nothing is built at import time. Entry points (the API lifespan, CLI commands, Celery
+workers) call ``bootstrap()`` and ask the container for what they need; each service
+gets only the narrow collaborators it uses, through its constructor. Services are built
+on first use and kept, so a command that only reads the log never loads the trainer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from contract.service import ContractService
-from events.store import EventStore, SqlEventStore
-from hcp.db import make_engine
-from hcp.metrics import Metrics
+from access.keys import ApiKeys
+from audit.lineage import Lineage
+from contract.versions import ContractVersions
+from evaluators.dryrun import DryRuns
+from evaluators.evaluator import Evaluator
+from evaluators.outbox import rewards_table_feed
+from evaluators.reevaluation import Reevaluations
+from evaluators.rewards import RewardStore
+from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
+from events.model import RecordedEvent
+from events.relay import EventsFeed, OutboxFeed
+from events.sql_store import SqlEventStore
+from events.store import EventStore
 from hcp.migrate import require_schema_at_head
 from hcp.settings import Settings, get_settings
+from kernel.db import make_engine
+from trainer.datasets.manifests import Manifests
+from trainer.gate.heldout import Gate
+from trainer.registry.aliases import Aliases
+from trainer.registry.artifacts import ArtifactStore, LocalArtifactStore
+from trainer.registry.registry import Registry
+from trainer.registry.serving import Resolver
+from trainer.runs.celery_app import WorkerServices, make_celery
+from trainer.runs.dispatch import CeleryDispatcher, Dispatcher, InProcessDispatcher
+from trainer.runs.model import RunOutcome
+from trainer.runs.registration import Registration
+from trainer.runs.runner import RunnerConfig, RunnerDeps, run_training
+from trainer.runs.store import Runs
+from trainer.triggers.firing import Triggers
+from trainer.triggers.sources import Policies
+
+DEFAULT_GROUP = "evaluator"
 
 
 @dataclass
 class Container:
     settings: Settings
     engine: Engine
-    metrics: Metrics = field(default_factory=Metrics)
+    dispatch_to: Dispatcher | None = None  # instead of the mode's own (tests record sends)
+
+    # --- the log and contracts ---------------------------------------------------------
 
     @cached_property
     def store(self) -> EventStore:
         return SqlEventStore(self.engine)
 
     @cached_property
-    def contracts(self) -> ContractService:
-        return ContractService(self.engine, self.store)
+    def contracts(self) -> ContractVersions:
+        return ContractVersions(self.engine, self.store)
+
+    @cached_property
+    def keys(self) -> ApiKeys:
+        return ApiKeys(self.engine)
+
+    # --- evaluators --------------------------------------------------------------------
+
+    @cached_property
+    def rewards(self) -> RewardStore:
+        return RewardStore(self.engine)
+
+    @cached_property
+    def reevaluations(self) -> Reevaluations:
+        return Reevaluations(self.engine, self.store, self.contracts, self.rewards)
+
+    @cached_property
+    def dry_runs(self) -> DryRuns:
+        return DryRuns(self.store, self.contracts)
+
+    def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = 500,
+                  reader: LogReader[RecordedEvent] | None = None,
+                  session_timeout_s: float = 10.0) -> Evaluator:
+        """A worker in consumer group ``group``: Kafka when configured, else the database log."""
+        return Evaluator(self.store, self.contracts, self.rewards, self.reevaluations,
+                         reader or self.event_reader(group, session_timeout_s), batch_size)
+
+    def event_reader(self, group: str, session_timeout_s: float = 10.0) -> LogReader[RecordedEvent]:
+        settings = self.settings
+        if not settings.kafka_bootstrap:
+            return DatabaseLogReader(self.engine, self.store, group)
+        # The session timeout is how long a dead worker's partitions wait before another
+        # member takes them over (the client's default is 45 s); a live worker heartbeats
+        # from a background thread, so a long batch does not count against it.
+        timeout_ms = int(session_timeout_s * 1000)
+        return KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, group,
+                              session_timeout_ms=timeout_ms,
+                              heartbeat_interval_ms=max(500, timeout_ms // 3))
+
+    def outbox_feeds(self) -> list[OutboxFeed]:
+        """What ``hcp relay`` publishes: the event log and the reward records."""
+        return [EventsFeed(self.store, self.settings.events_topic),
+                rewards_table_feed(self.engine, self.settings.rewards_topic)]
+
+    # --- the registry ------------------------------------------------------------------
+
+    @cached_property
+    def artifacts(self) -> ArtifactStore:
+        return LocalArtifactStore(self.settings.resolved_artifact_dir)
+
+    @cached_property
+    def registry(self) -> Registry:
+        return Registry(self.engine, self.store, self.contracts.content_hashes)
+
+    @cached_property
+    def aliases(self) -> Aliases:
+        return Aliases(self.engine, self.store)
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        return Resolver(self.registry, self.aliases, self.artifacts)
+
+    @cached_property
+    def manifests(self) -> Manifests:
+        return Manifests(self.engine, self.rewards, self.store)
+
+    @cached_property
+    def lineage(self) -> Lineage:
+        return Lineage(self.registry, self.manifests, self.artifacts)
+
+    # --- training ----------------------------------------------------------------------
+
+    @cached_property
+    def runs(self) -> Runs:
+        return Runs(self.engine, self.store)
+
+    @cached_property
+    def policies(self) -> Policies:
+        return Policies(self.engine, self.store, self.contracts)
+
+    @cached_property
+    def runner(self) -> RunnerDeps:
+        return RunnerDeps(
+            runs=self.runs, registry=self.registry, artifacts=self.artifacts,
+            manifests=self.manifests, gate=Gate(self.manifests, self.contracts),
+            registration=Registration(self.engine, self.store, self.runs, self.registry))
+
+    def train(self, run_id: str, worker: str, config: RunnerConfig | None = None) -> RunOutcome:
+        return run_training(self.runner, run_id, worker, config)
+
+    @cached_property
+    def dispatcher(self) -> Dispatcher:
+        """Celery on Redis with ``HCP_REDIS_URL``; else a thread of this process (embedded)."""
+        if self.dispatch_to is not None:
+            return self.dispatch_to
+        if self.settings.redis_url:
+            return CeleryDispatcher(make_celery(self.settings.redis_url))
+        return InProcessDispatcher(lambda run_id, worker: self.train(run_id, worker))
+
+    @cached_property
+    def triggers(self) -> Triggers:
+        return Triggers(self.engine, self.store, self.policies, self.rewards, self.manifests,
+                        self.runs, self.dispatcher)
+
+    def worker_services(self) -> WorkerServices:
+        """What a Celery worker process's tasks call (see ``celery_worker``)."""
+
+        def evaluate_triggers() -> list[dict[str, Any]]:
+            checks = self.triggers.evaluate()
+            self.triggers.redispatch()
+            return [c.to_json() for c in checks]
+
+        return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -43,3 +186,10 @@ def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Co
     if check_schema:
         require_schema_at_head(engine)
     return Container(settings=settings, engine=engine)
+
+
+def celery_worker(settings: Settings, **options: Any) -> Any:
+    """The Celery app of a training worker; each worker process bootstraps its own
+    container on its first task (after the prefork fork)."""
+    return make_celery(settings.redis_url, services=lambda: bootstrap(settings).worker_services(),
+                       **options)

@@ -1,12 +1,12 @@
-"""Alembic environment: the URL comes from HCP settings, never from alembic.ini."""
+"""Alembic environment. The URL comes from the caller (``hcp db upgrade``, the tests), which
+reads it from HCP settings; this package reads no configuration of its own."""
 
 from __future__ import annotations
 
 from alembic import context
 
-from hcp.db import make_engine, metadata
-from hcp.schema import load_all_tables
-from hcp.settings import get_settings
+from kernel.db import make_engine, metadata
+from migrations.schema import load_all_tables
 
 load_all_tables()
 target_metadata = metadata
@@ -19,7 +19,9 @@ def run_migrations() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    url = context.config.get_main_option("sqlalchemy.url") or get_settings().resolved_database_url
+    url = context.config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise SystemExit("no database URL: run `hcp db upgrade`, which reads HCP_DATABASE_URL")
     engine = make_engine(url)
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=target_metadata)

@@ -62,7 +62,7 @@ check() {
 }
 
 check ruff ruff check .
-check mypy mypy hcp events contract evaluators trainer api
+check mypy mypy kernel events contract evaluators trainer audit access harness migrations hcp api cli
 check pytest pytest -q -p no:cacheprovider tests
 
 step "summary"

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
 from hcp import migrate
-from hcp.db import make_engine
+from kernel.db import make_engine
 
 # One template per pytest process: suites run side by side (several checkouts sharing one
 # PostgreSQL) must not drop each other's template while it is being cloned.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import AuditRead, ContainerDep, EventsRead
+from api.deps import AuditRead, EventsRead, StoreDep
 from api.schemas import VerifyOut
 from events.catalogue import catalogue_document
 
@@ -12,9 +12,9 @@ router = APIRouter(prefix="/v1", tags=["audit"])
 
 
 @router.get("/audit/verify", response_model=VerifyOut)
-def verify_log(container: ContainerDep, principal: AuditRead) -> VerifyOut:
+def verify_log(store: StoreDep, principal: AuditRead) -> VerifyOut:
     """Re-check every event's digest and chain hash; name the first broken position."""
-    report = container.store.verify()
+    report = store.verify()
     brk = report.first_break
     return VerifyOut(intact=report.intact, checked=report.checked,
                      last_position=report.last_position,

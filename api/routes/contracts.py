@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from api.deps import ContainerDep, ContractsRead, ContractsWrite
+from api.deps import ContractsDep, ContractsRead, ContractsWrite
 from contract.diff import diff_contracts
 from contract.document import contract_json_schema, parse_contract
 
@@ -28,10 +28,10 @@ class RetireIn(BaseModel):
 
 
 @router.get("")
-def list_versions(container: ContainerDep, _: ContractsRead, name: str | None = None,
+def list_versions(contracts: ContractsDep, _: ContractsRead, name: str | None = None,
                   status: str | None = None) -> list[dict[str, Any]]:
     """Every contract version (without documents), oldest first."""
-    return [v.summary() for v in container.contracts.versions(name, status)]
+    return [v.summary() for v in contracts.versions(name, status)]
 
 
 @router.get("/schema")
@@ -48,61 +48,60 @@ def validate(body: DocumentIn, _: ContractsRead) -> dict[str, Any]:
 
 
 @router.post("/{name}/versions", status_code=201)
-def create_draft(name: str, body: DraftIn, container: ContainerDep,
+def create_draft(name: str, body: DraftIn, contracts: ContractsDep,
                  principal: ContractsWrite) -> dict[str, Any]:
     """Start a new draft, from a document or from a parent version."""
-    service = container.contracts
     if body.document is None and body.parent_version is not None:
-        draft = service.draft_from(name, body.parent_version, principal.actor)
+        draft = contracts.draft_from(name, body.parent_version, principal.actor)
     elif body.document is not None:
-        draft = service.create_draft(name, body.document, principal.actor, body.parent_version)
+        draft = contracts.create_draft(name, body.document, principal.actor, body.parent_version)
     else:
         raise HTTPException(422, "give a document, a parent_version, or both")
     return {**draft.summary(), "document": draft.document}
 
 
 @router.get("/{name}/versions/{version}")
-def get_version(name: str, version: int, container: ContainerDep,
+def get_version(name: str, version: int, contracts: ContractsDep,
                 _: ContractsRead) -> dict[str, Any]:
     """One version with its document."""
-    found = container.contracts.get(name, version)
+    found = contracts.get(name, version)
     return {**found.summary(), "document": found.document}
 
 
 @router.put("/{name}/versions/{version}")
-def edit_draft(name: str, version: int, body: DocumentIn, container: ContainerDep,
+def edit_draft(name: str, version: int, body: DocumentIn, contracts: ContractsDep,
                principal: ContractsWrite) -> dict[str, Any]:
     """Replace a draft's document; a published version answers 409."""
-    return container.contracts.edit_draft(name, version, body.document, principal.actor).summary()
+    return contracts.edit_draft(name, version, body.document, principal.actor).summary()
 
 
 @router.post("/{name}/versions/{version}/publish")
-def publish(name: str, version: int, container: ContainerDep,
+def publish(name: str, version: int, contracts: ContractsDep,
             principal: ContractsWrite) -> dict[str, Any]:
     """Freeze a draft and make it active; history is then re-scored under it."""
-    return container.contracts.publish(name, version, principal.actor).summary()
+    return contracts.publish(name, version, principal.actor).summary()
 
 
 @router.post("/{name}/versions/{version}/retire")
-def retire(name: str, version: int, body: RetireIn, container: ContainerDep,
+def retire(name: str, version: int, body: RetireIn, contracts: ContractsDep,
            principal: ContractsWrite) -> dict[str, Any]:
     """Stop scoring new subjects under a published version; its rewards stay."""
-    return container.contracts.retire(name, version, principal.actor, body.reason).summary()
+    return contracts.retire(name, version, principal.actor, body.reason).summary()
 
 
 @router.get("/{name}/history")
-def history(name: str, container: ContainerDep, _: ContractsRead) -> list[dict[str, Any]]:
+def history(name: str, contracts: ContractsDep, _: ContractsRead) -> list[dict[str, Any]]:
     """Every change to the contract: who, what, when (events of stream contract:<name>)."""
     return [
         {"position": e.position, "type": e.type, "version": e.payload.get("version"),
          "actor": e.metadata.actor, "at": e.recorded_at.isoformat(),
          "content_hash": e.payload.get("content_hash")}
-        for e in container.contracts.history(name)
+        for e in contracts.history(name)
     ]
 
 
 @router.get("/{name}/diff")
-def diff(name: str, a: int, b: int, container: ContainerDep, _: ContractsRead) -> dict[str, Any]:
+def diff(name: str, a: int, b: int, contracts: ContractsDep, _: ContractsRead) -> dict[str, Any]:
     """A semantic diff of version ``a`` against version ``b``."""
-    old, new = container.contracts.get(name, a), container.contracts.get(name, b)
+    old, new = contracts.get(name, a), contracts.get(name, b)
     return diff_contracts(old.parsed(), new.parsed()).to_json()

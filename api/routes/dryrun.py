@@ -7,9 +7,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import ContainerDep, ContractsRead, ContractsWrite
+from api.deps import ContractsDep, ContractsRead, ContractsWrite, DryRunsDep, ReevaluationsDep
 from evaluators.dryrun import MAX_SUBJECTS, Selection
-from evaluators.service import parts
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
 
@@ -30,7 +29,7 @@ class ReevaluateIn(BaseModel):
 
 
 @router.post("/{name}/versions/{version}/dry-run")
-def dry_run(name: str, version: int, container: ContainerDep, _: ContractsRead,
+def dry_run(name: str, version: int, dry_runs: DryRunsDep, _: ContractsRead,
             body: DryRunIn | None = None) -> dict[str, Any]:
     """Score a version over history and compare it with a baseline; writes nothing."""
     body = body or DryRunIn()
@@ -39,21 +38,21 @@ def dry_run(name: str, version: int, container: ContainerDep, _: ContractsRead,
         selection = Selection(last, body.from_position, body.to_position)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    return parts(container).dry_runs.run(name, version, selection, body.baseline, body.top).to_json()
+    return dry_runs.run(name, version, selection, body.baseline, body.top).to_json()
 
 
 @router.get("/{name}/versions/{version}/reevaluation")
-def reevaluation(name: str, version: int, container: ContainerDep,
+def reevaluation(name: str, version: int, contracts: ContractsDep, reevaluations: ReevaluationsDep,
                  _: ContractsRead) -> dict[str, Any]:
     """Re-evaluation jobs of a version with their progress (done_position / to_position)."""
-    container.contracts.get(name, version)  # 404 for an unknown version
-    jobs = parts(container).reevaluations.jobs(name, version)
+    contracts.get(name, version)  # 404 for an unknown version
+    jobs = reevaluations.jobs(name, version)
     return {"contract": {"name": name, "version": version}, "jobs": [j.to_json() for j in jobs]}
 
 
 @router.post("/{name}/versions/{version}/reevaluation", status_code=202)
-def start_reevaluation(name: str, version: int, container: ContainerDep, _: ContractsWrite,
+def start_reevaluation(name: str, version: int, reevaluations: ReevaluationsDep, _: ContractsWrite,
                        body: ReevaluateIn | None = None) -> dict[str, Any]:
     """Start (or find) a re-scoring of history from a position; evaluator workers run it."""
     body = body or ReevaluateIn()
-    return parts(container).reevaluations.start(name, version, body.from_position).to_json()
+    return reevaluations.start(name, version, body.from_position).to_json()

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from api.deps import ContainerDep
+from api.deps import ContainerDep, MetricsDep
 
 router = APIRouter(tags=["health"])
 
@@ -20,7 +20,7 @@ def healthz(container: ContainerDep) -> dict:
 
 
 @router.get("/metrics")
-def metrics(container: ContainerDep) -> Response:
+def metrics(container: ContainerDep, registry: MetricsDep) -> Response:
     """Prometheus text format."""
-    container.metrics.log_head.set(container.store.head())
-    return Response(generate_latest(container.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    registry.log_head.set(container.store.head())
+    return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)

@@ -12,10 +12,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
-from api.deps import ContainerDep, RegistryRead, RegistryWrite
+from api.deps import AliasesDep, LineageDep, RegistryDep, RegistryRead, RegistryWrite, ResolverDep
 from api.routes import training
-from trainer.model import PROMOTED, REJECTED
-from trainer.service import trainer_parts
+from trainer.registry.model import PROMOTED, REJECTED
 
 router = APIRouter(prefix="/v1", tags=["registry"])
 
@@ -47,61 +46,59 @@ class PromoteIn(ReasonIn):
 
 
 @router.get("/base-models")
-def list_base_models(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
+def list_base_models(registry: RegistryDep, _: RegistryRead) -> list[dict[str, Any]]:
     """Every registered base model."""
-    return [b.to_json() for b in trainer_parts(container).registry.base_models()]
+    return [b.to_json() for b in registry.base_models()]
 
 
 @router.post("/base-models", status_code=201)
-def register_base_model(body: BaseModelIn, container: ContainerDep,
+def register_base_model(body: BaseModelIn, registry: RegistryDep,
                         principal: RegistryWrite) -> dict[str, Any]:
     """Register a local model directory by the sha256 of its weight files."""
-    registry = trainer_parts(container).registry
+    registry = registry
     return registry.register_base_model(body.name, body.path, principal.actor).to_json()
 
 
 @router.get("/base-models/{name}")
-def get_base_model(name: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+def get_base_model(name: str, registry: RegistryDep, _: RegistryRead) -> dict[str, Any]:
     """One base model: path, weight hash and config."""
-    return trainer_parts(container).registry.base_model(name).to_json()
+    return registry.base_model(name).to_json()
 
 
 @router.get("/specialists")
-def list_specialists(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
+def list_specialists(registry: RegistryDep, aliases: AliasesDep, _: RegistryRead) -> list[dict[str, Any]]:
     """The Mixture-of-LoRA slots, with the adapters their aliases point to now."""
-    parts = trainer_parts(container)
-    return [{**s.to_json(), "aliases": {a: m.adapter_id for a, m in parts.aliases.current(s.name).items()}}
-            for s in parts.registry.specialists()]
+    return [{**s.to_json(), "aliases": {a: m.adapter_id for a, m in aliases.current(s.name).items()}}
+            for s in registry.specialists()]
 
 
 @router.post("/specialists", status_code=201)
-def create_specialist(body: SpecialistIn, container: ContainerDep,
+def create_specialist(body: SpecialistIn, registry: RegistryDep,
                       principal: RegistryWrite) -> dict[str, Any]:
     """Add a specialist slot."""
-    registry = trainer_parts(container).registry
+    registry = registry
     return registry.create_specialist(body.name, body.description, principal.actor).to_json()
 
 
 @router.get("/specialists/{name}/adapters")
-def specialist_adapters(name: str, container: ContainerDep, _: RegistryRead,
+def specialist_adapters(name: str, registry: RegistryDep, _: RegistryRead,
                         limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     """The specialist's adapter versions, newest first."""
-    parts = trainer_parts(container)
-    parts.registry.specialist(name)
-    return [a.to_json() for a in parts.registry.adapters(name, limit)]
+    registry.specialist(name)
+    return [a.to_json() for a in registry.adapters(name, limit)]
 
 
 @router.get("/specialists/{name}/aliases")
-def current_aliases(name: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+def current_aliases(name: str, aliases: AliasesDep, _: RegistryRead) -> dict[str, Any]:
     """Every alias of the specialist and the move that set it."""
-    return {a: m.to_json() for a, m in trainer_parts(container).aliases.current(name).items()}
+    return {a: m.to_json() for a, m in aliases.current(name).items()}
 
 
 @router.get("/specialists/{name}/aliases/{alias}")
-def alias_at(name: str, alias: str, container: ContainerDep, _: RegistryRead,
+def alias_at(name: str, alias: str, aliases: AliasesDep, _: RegistryRead,
              at: datetime | None = None) -> dict[str, Any]:
     """Where the alias points now, or at time ``at`` (ISO 8601); 404 if it pointed nowhere."""
-    move = trainer_parts(container).aliases.at(name, alias, at)
+    move = aliases.at(name, alias, at)
     if move is None or move.adapter_id is None:
         when = f"at {at.isoformat()}" if at else "now"
         raise HTTPException(404, f"alias '{alias}' of '{name}' pointed nowhere {when}")
@@ -110,17 +107,17 @@ def alias_at(name: str, alias: str, container: ContainerDep, _: RegistryRead,
 
 
 @router.get("/specialists/{name}/aliases/{alias}/history")
-def alias_history(name: str, alias: str, container: ContainerDep, _: RegistryRead,
+def alias_history(name: str, alias: str, aliases: AliasesDep, _: RegistryRead,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     """The alias's moves, newest first: who, when, from what, to what, and why."""
-    return [m.to_json() for m in trainer_parts(container).aliases.history(name, alias, limit)]
+    return [m.to_json() for m in aliases.history(name, alias, limit)]
 
 
 @router.put("/specialists/{name}/aliases/{alias}")
-def move_alias(name: str, alias: str, body: AliasMoveIn, container: ContainerDep,
+def move_alias(name: str, alias: str, body: AliasMoveIn, aliases: AliasesDep,
                principal: RegistryWrite) -> dict[str, Any]:
     """Point the alias at a version (an alias.moved event)."""
-    aliases = trainer_parts(container).aliases
+    aliases = aliases
     if "expected_current" in body.model_fields_set:
         move = aliases.move(name, alias, body.adapter_id, principal.actor, body.reason,
                             body.expected_current)
@@ -130,54 +127,54 @@ def move_alias(name: str, alias: str, body: AliasMoveIn, container: ContainerDep
 
 
 @router.post("/specialists/{name}/aliases/{alias}/rollback")
-def rollback_alias(name: str, alias: str, body: ReasonIn, container: ContainerDep,
+def rollback_alias(name: str, alias: str, body: ReasonIn, aliases: AliasesDep,
                    principal: RegistryWrite) -> dict[str, Any]:
     """Move the alias back to the version its latest move replaced."""
-    return trainer_parts(container).aliases.rollback(name, alias, principal.actor, body.reason).to_json()
+    return aliases.rollback(name, alias, principal.actor, body.reason).to_json()
 
 
 @router.get("/specialists/{name}/resolve")
-def resolve(name: str, container: ContainerDep, _: RegistryRead,
+def resolve(name: str, resolver: ResolverDep, _: RegistryRead,
             alias: str = "production") -> dict[str, Any]:
     """What a server loads for the alias: version, artifact location and sha256, base model."""
-    return trainer_parts(container).resolve(name, alias)
+    return resolver.resolve(name, alias).to_json()
 
 
 @router.get("/adapters")
-def list_adapters(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
+def list_adapters(registry: RegistryDep, _: RegistryRead, specialist: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     """Adapter versions, by specialist, newest first."""
-    return [a.to_json() for a in trainer_parts(container).registry.adapters(specialist, limit)]
+    return [a.to_json() for a in registry.adapters(specialist, limit)]
 
 
 @router.get("/adapters/{adapter_id}")
-def get_adapter(adapter_id: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+def get_adapter(adapter_id: str, registry: RegistryDep, _: RegistryRead) -> dict[str, Any]:
     """One adapter version with every lineage field, its metrics and effective status."""
-    return trainer_parts(container).registry.adapter(adapter_id).to_json()
+    return registry.adapter(adapter_id).to_json()
 
 
 @router.get("/adapters/{adapter_id}/lineage")
-def lineage(adapter_id: str, container: ContainerDep, _: RegistryRead,
+def lineage(adapter_id: str, chains: LineageDep, _: RegistryRead,
             deep: bool = False) -> dict[str, Any]:
     """The chain back to the root, each link re-verified (``deep``: rebuild data, hash base)."""
-    chain = trainer_parts(container).lineage.chain(adapter_id, deep)
+    chain = chains.chain(adapter_id, deep)
     return {"adapter_id": adapter_id, "verified": all(link["verified"] for link in chain),
             "chain": chain}
 
 
 @router.post("/adapters/{adapter_id}/promote")
-def promote(adapter_id: str, body: PromoteIn, container: ContainerDep,
+def promote(adapter_id: str, body: PromoteIn, registry: RegistryDep,
             principal: RegistryWrite) -> dict[str, Any]:
     """Promote a version by hand (whatever its gate said) and move ``alias`` to it."""
-    registry = trainer_parts(container).registry
+    registry = registry
     return registry.set_status(adapter_id, PROMOTED, principal.actor, body.reason, body.alias).to_json()
 
 
 @router.post("/adapters/{adapter_id}/reject")
-def reject(adapter_id: str, body: ReasonIn, container: ContainerDep,
+def reject(adapter_id: str, body: ReasonIn, registry: RegistryDep,
            principal: RegistryWrite) -> dict[str, Any]:
     """Mark a version rejected (aliases are not moved: roll them back explicitly)."""
-    registry = trainer_parts(container).registry
+    registry = registry
     return registry.set_status(adapter_id, REJECTED, principal.actor, body.reason).to_json()
 
 

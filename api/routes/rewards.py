@@ -7,16 +7,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from api.deps import ContainerDep, RewardsRead
-from evaluators.rewards import RewardStore
-from evaluators.service import parse_contract_ref, reward_query
+from api.deps import ContractsDep, RewardsDep, RewardsRead
+from evaluators.refs import parse_contract_ref, reward_query
 
 router = APIRouter(prefix="/v1/rewards", tags=["rewards"])
 
 
 @router.get("")
 def list_rewards(
-    container: ContainerDep, _: RewardsRead,
+    rewards: RewardsDep, contracts: ContractsDep, _: RewardsRead,
     contract: Annotated[str | None, Query(description="NAME, NAME@<version> or NAME@latest")] = None,
     version: Annotated[str | None, Query(pattern=r"^(\d+|latest)$",
                                          description="A version number, or latest published")] = None,
@@ -36,20 +35,19 @@ def list_rewards(
         raise HTTPException(422, f"contract={contract} and version={version} disagree")
     if (version or at) and name is None:
         raise HTTPException(422, "a version needs a contract name")
-    query = reward_query(container.contracts, name, version or at, subject_id=subject_id,
+    query = reward_query(contracts, name, version or at, subject_id=subject_id,
                          stream_id=stream_id, specialist=specialist, eligible=eligible,
                          after=after, limit=limit)
-    store = RewardStore(container.engine)
-    found = store.find(query)
+    found = rewards.find(query)
     return {"rewards": [r.to_json() for r in found],
             "contract": None if name is None else {"name": name, "version": query.contract_version},
-            "next_after": found[-1].position if found else after, "head": store.head()}
+            "next_after": found[-1].position if found else after, "head": rewards.head()}
 
 
 @router.get("/{reward_id}")
-def get_reward(reward_id: uuid.UUID, container: ContainerDep, _: RewardsRead) -> dict[str, Any]:
+def get_reward(reward_id: uuid.UUID, rewards: RewardsDep, _: RewardsRead) -> dict[str, Any]:
     """One reward record by id."""
-    found = RewardStore(container.engine).get(reward_id)
+    found = rewards.get(reward_id)
     if found is None:
         raise HTTPException(404, f"no reward {reward_id}")
     return found.to_json()

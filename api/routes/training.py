@@ -11,9 +11,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
-from api.deps import ContainerDep, RegistryRead, TrainWrite
-from trainer.policy import TriggerPolicy
-from trainer.service import trainer_parts
+from api.deps import PoliciesDep, RegistryDep, RegistryRead, RunsDep, TrainWrite, TriggersDep
+from contract.policy import TriggerPolicy
+from trainer.runs.store import Runs
+from trainer.triggers.firing import Triggers
 
 # No prefix: api.routes.registry includes this router under its /v1 prefix.
 router = APIRouter(tags=["training"])
@@ -35,85 +36,85 @@ class RetryIn(BaseModel):
     reason: str = "retry"
 
 
-def _fire(container: Any, specialist: str, body: FireIn, actor: str, response: Response) -> dict[str, Any]:
-    parts = trainer_parts(container)
-    firing = parts.triggers.fire_manual(specialist, actor, body.reason or f"manual trigger by {actor}",
-                                        body.parent, body.base_model)
+def _fire(triggers: Triggers, runs: Runs, specialist: str, body: FireIn, actor: str,
+          response: Response) -> dict[str, Any]:
+    firing = triggers.fire_manual(specialist, actor, body.reason or f"manual trigger by {actor}",
+                                  body.parent, body.base_model)
     if not firing.created:
         response.status_code = 200
-    return {"firing": firing.to_json(), "run": parts.runs.get(firing.run_id).to_json()}
+    return {"firing": firing.to_json(), "run": runs.get(firing.run_id).to_json()}
 
 
 @router.get("/training-runs")
-def list_runs(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
+def list_runs(runs: RunsDep, _: RegistryRead, specialist: str | None = None,
               status: str | None = None,
               limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
     """Training runs, newest first, with status, step/total and last loss."""
-    return [r.to_json() for r in trainer_parts(container).runs.recent(specialist, status, limit)]
+    return [r.to_json() for r in runs.recent(specialist, status, limit)]
 
 
 @router.post("/training-runs", status_code=201)
-def start_run(body: StartIn, container: ContainerDep, principal: TrainWrite,
+def start_run(body: StartIn, triggers: TriggersDep, runs: RunsDep, principal: TrainWrite,
               response: Response) -> dict[str, Any]:
     """Manual trigger: 201 with a new run, 200 with the run that already does this work."""
-    return _fire(container, body.specialist, body, principal.actor, response)
+    return _fire(triggers, runs, body.specialist, body, principal.actor, response)
 
 
 @router.get("/training-runs/{run_id}")
-def get_run(run_id: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+def get_run(run_id: str, runs: RunsDep, _: RegistryRead) -> dict[str, Any]:
     """One run: queued, running (step, total_steps, last_loss), succeeded or failed (error)."""
-    return trainer_parts(container).runs.get(run_id).to_json()
+    return runs.get(run_id).to_json()
 
 
 @router.post("/training-runs/{run_id}/retry")
-def retry_run(run_id: str, body: RetryIn, container: ContainerDep,
+def retry_run(run_id: str, body: RetryIn, runs: RunsDep, triggers: TriggersDep,
               principal: TrainWrite) -> dict[str, Any]:
     """Queue a failed run again (the same run: the same work key, manifest and parent)."""
-    parts = trainer_parts(container)
-    run = parts.runs.requeue(run_id, principal.actor, body.reason)
-    parts.triggers.dispatcher.dispatch(run_id)
+    run = runs.requeue(run_id, principal.actor, body.reason)
+    triggers.dispatcher.dispatch(run_id)
     return run.to_json()
 
 
 @router.get("/triggers")
-def list_policies(container: ContainerDep, _: RegistryRead) -> list[dict[str, Any]]:
+def list_policies(policies: PoliciesDep, registry: RegistryDep,
+                  _: RegistryRead) -> list[dict[str, Any]]:
     """Each specialist's effective trigger policy and where it comes from."""
-    parts = trainer_parts(container)
-    return [parts.policies.effective(s.name).to_json() for s in parts.registry.specialists()]
+    return [{"specialist": s.name, **policies.effective(s.name).to_json()}
+            for s in registry.specialists()]
 
 
 @router.post("/triggers/evaluate")
-def evaluate(container: ContainerDep, principal: TrainWrite) -> list[dict[str, Any]]:
+def evaluate(triggers: TriggersDep, principal: TrainWrite) -> list[dict[str, Any]]:
     """Evaluate every policy once; what fired is queued (exactly once per work key)."""
-    return [e.to_json() for e in trainer_parts(container).triggers.evaluate(principal.actor)]
+    return [e.to_json() for e in triggers.evaluate(principal.actor)]
 
 
 @router.get("/triggers/firings")
-def firings(container: ContainerDep, _: RegistryRead, specialist: str | None = None,
+def firings(triggers: TriggersDep, _: RegistryRead, specialist: str | None = None,
             limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
     """Trigger firings, newest first: policy, reason, parent, dataset cut and run."""
-    return [f.to_json() for f in trainer_parts(container).triggers.firings(specialist, limit)]
+    return [f.to_json() for f in triggers.firings(specialist, limit)]
 
 
 @router.get("/triggers/{specialist}")
-def get_policy(specialist: str, container: ContainerDep, _: RegistryRead) -> dict[str, Any]:
+def get_policy(specialist: str, triggers: TriggersDep, policies: PoliciesDep,
+               _: RegistryRead) -> dict[str, Any]:
     """The effective policy and the state it is evaluated against right now."""
-    parts = trainer_parts(container)
-    state = parts.triggers.state(specialist)
-    return {**parts.policies.effective(specialist).to_json(),
+    state = triggers.state(specialist)
+    return {"specialist": specialist, **policies.effective(specialist).to_json(),
             "state": {**state.__dict__, "now": state.now.isoformat(),
                       "last_fired_at": state.last_fired_at.isoformat() if state.last_fired_at else None}}
 
 
 @router.put("/triggers/{specialist}")
-def configure(specialist: str, body: TriggerPolicy, container: ContainerDep,
+def configure(specialist: str, body: TriggerPolicy, policies: PoliciesDep,
               principal: TrainWrite) -> dict[str, Any]:
     """Set the specialist's trigger policy (overrides the contract's [training] section)."""
-    return trainer_parts(container).policies.configure(specialist, body, principal.actor).to_json()
+    return {"specialist": specialist, **policies.configure(specialist, body, principal.actor).to_json()}
 
 
 @router.post("/triggers/{specialist}/fire", status_code=201)
-def fire(specialist: str, body: FireIn, container: ContainerDep, principal: TrainWrite,
-         response: Response) -> dict[str, Any]:
+def fire(specialist: str, body: FireIn, triggers: TriggersDep, runs: RunsDep,
+         principal: TrainWrite, response: Response) -> dict[str, Any]:
     """Manual trigger (same as POST /v1/training-runs)."""
-    return _fire(container, specialist, body, principal.actor, response)
+    return _fire(triggers, runs, specialist, body, principal.actor, response)

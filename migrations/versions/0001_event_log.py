@@ -7,7 +7,7 @@ Revises:
 import sqlalchemy as sa
 from alembic import op
 
-from hcp.db import append_only_ddl
+from kernel.db import append_only_ddl
 
 revision = "0001"
 down_revision = None

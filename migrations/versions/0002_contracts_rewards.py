@@ -7,7 +7,7 @@ Revises: 0001
 import sqlalchemy as sa
 from alembic import op
 
-from hcp.db import append_only_ddl
+from kernel.db import append_only_ddl
 
 revision = "0002"
 down_revision = "0001"

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-from hcp.db import append_only_ddl
+from kernel.db import append_only_ddl
 
 revision = "0003"
 down_revision = "0002"

@@ -20,13 +20,12 @@ import redis
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
+from contract.policy import TriggerPolicy
 from events.tables import events
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 from tests.unit.trainer_core.factories import seed_contract, seed_dataset, seed_reward, tiny_base
-from trainer.policy import GatePolicy, TriggerPolicy
-from trainer.service import TrainerParts, build_parts
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.train, pytest.mark.slow]
 BIN = Path(sys.executable).parent
@@ -53,11 +52,11 @@ def env(postgres_url: str, broker: str, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def parts(env: dict[str, str], tmp_path: Path) -> Iterator[TrainerParts]:
+def parts(env: dict[str, str], tmp_path: Path) -> Iterator[Container]:
     settings = Settings(database_url=env["HCP_DATABASE_URL"], redis_url=env["HCP_REDIS_URL"],
                         data_dir=tmp_path, kafka_bootstrap="")
     container = Container(settings=settings, engine=make_engine(settings.database_url))
-    p = build_parts(container)  # dispatches to Celery: settings.redis_url is set
+    p = container  # dispatches to Celery: settings.redis_url is set
     digest = seed_contract(p.engine)
     seed_dataset(p.engine, p.store, "coding", contract=("default", 1, digest))
     p.registry.register_base_model("tiny", tiny_base(tmp_path / "tiny"), "e2e")
@@ -100,17 +99,17 @@ def wait_for(check: Callable[[], object], timeout: float, what: str) -> object:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def finished(parts: TrainerParts, run_id: str) -> Callable[[], bool]:
+def finished(parts: Container, run_id: str) -> Callable[[], bool]:
     return lambda: parts.runs.get(run_id).finished
 
 
-def run_events(parts: TrainerParts, run_id: str) -> list:
+def run_events(parts: Container, run_id: str) -> list:
     return parts.store.read_stream(f"training_run:{run_id}")
 
 
 def test_a_trigger_fires_once_and_the_worker_trains_registers_and_chains(parts, env, start_worker):
     parts.policies.configure("coding", TriggerPolicy(min_new_rewards=4, hyper=HYPER,
-                                                     gate=GatePolicy(auto_promote=True)), "e2e")
+                                                     auto_promote=True), "e2e")
     # Two trigger processes evaluating at once: one run, one task.
     evaluators = [subprocess.Popen([str(BIN / "hcp"), "triggers", "evaluate"], env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

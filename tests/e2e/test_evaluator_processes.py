@@ -28,8 +28,8 @@ from events.checkpoints import Checkpoints
 from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
 from events.relay import EventsFeed, RelayLoop
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 from tests.unit.evaluators.factories import contract_text, conversation, publish
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.slow]

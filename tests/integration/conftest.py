@@ -11,7 +11,7 @@ from kafka.consumer.fetcher import ConsumerRecord
 from sqlalchemy.engine import Engine
 
 from events.model import NewEvent, RecordedEvent
-from events.store import SqlEventStore
+from events.sql_store import SqlEventStore
 
 
 @pytest.fixture

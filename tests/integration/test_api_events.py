@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from access.keys import create_key
 from api.app import create_app
-from hcp.apikeys import create_key
 from hcp.bootstrap import Container, bootstrap
 from hcp.settings import Settings
 

@@ -17,8 +17,8 @@ from events.feed import DatabaseLogReader
 from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
 from events.model import NewEvent, RecordedEvent
 from events.relay import EventsFeed, RelayLoop, checkpoint_name
-from events.store import SqlEventStore
-from hcp.db import make_engine
+from events.sql_store import SqlEventStore
+from kernel.db import make_engine
 from tests.integration.conftest import first_occurrences, read_topic
 
 THREADS, PROCESSES, BATCHES = 4, 3, 25

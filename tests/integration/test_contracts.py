@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from access.keys import create_key
 from api.app import create_app
-from hcp.apikeys import create_key
 from hcp.bootstrap import bootstrap
 from hcp.settings import Settings
 

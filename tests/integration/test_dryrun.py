@@ -8,15 +8,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from access.keys import create_key
 from api.app import create_app
-from contract.tables import reevaluations
 from evaluators.dryrun import DryRuns, Selection
-from evaluators.service import evaluator
-from evaluators.tables import reward_records
-from hcp.apikeys import create_key
+from evaluators.tables import reevaluations, reward_records
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 from tests.unit.evaluators.factories import FEEDBACK, contract_text, conversation, publish
 
 
@@ -46,13 +44,13 @@ def history(container: Container) -> dict[str, list[str]]:
 def test_a_draft_is_compared_with_its_published_parent_and_nothing_is_written(container: Container) -> None:
     publish(container.contracts, contract_text())  # feedback 1/2 weight: down -> 0.5
     streams = history(container)
-    evaluator(container).drain(timeout=60)
+    container.evaluator().drain(timeout=60)
     # The draft makes feedback count four times more: thumbs down now fails eligibility.
     draft = container.contracts.create_draft("default", contract_text(
         answered_weight=0.25, feedback=FEEDBACK), "test", parent_version=1)
     before = written(container)
 
-    result = DryRuns(container.engine, container.store, container.contracts).run(
+    result = DryRuns(container.store, container.contracts).run(
         "default", draft.version, Selection(last=12))
 
     assert written(container) == before
@@ -81,7 +79,7 @@ def test_a_position_range_selects_the_subjects_closed_inside_it(container: Conta
     conversation(container.store, turns=2)
     draft = container.contracts.create_draft("default", contract_text(answered_weight=2.0), "t", 1)
 
-    result = DryRuns(container.engine, container.store, container.contracts).run(
+    result = DryRuns(container.store, container.contracts).run(
         "default", draft.version, Selection(from_position=lo, to_position=hi))
 
     assert result.subjects == 2

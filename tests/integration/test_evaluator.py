@@ -9,14 +9,13 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
+from evaluators.evaluator import Evaluator
 from evaluators.rewards import RewardQuery, RewardStore
-from evaluators.service import evaluator
 from evaluators.tables import reward_records
-from evaluators.worker import Evaluator
 from events.checkpoints import Checkpoints
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 from tests.unit.evaluators.factories import MISSING_FIELD, contract_text, conversation, publish
 
 
@@ -32,7 +31,7 @@ def rewards(container: Container) -> list:
 
 
 def drain(container: Container, group: str = "evaluator") -> Evaluator:
-    worker = evaluator(container, group)
+    worker = container.evaluator(group)
     worker.drain(timeout=60)
     return worker
 
@@ -63,7 +62,7 @@ def test_subjects_spanning_many_polls_are_assembled_whole(container: Container) 
         conversation(container.store, turns=1, complete=False, stream_id=b)
     conversation(container.store, turns=1, stream_id=a)
 
-    evaluator(container, batch_size=3).drain(timeout=60)
+    container.evaluator(batch_size=3).drain(timeout=60)
 
     found = {r.subject_id: r for r in rewards(container)}
     stream_a = container.store.read_stream(a)
@@ -91,7 +90,7 @@ def test_redelivery_a_restart_and_a_second_worker_add_nothing(container: Contain
 def test_rewards_are_durable_before_the_position_is_committed(container: Container) -> None:
     publish(container.contracts, contract_text())
     conversation(container.store, turns=2)
-    worker = evaluator(container)
+    worker = container.evaluator()
 
     def crash() -> None:
         raise RuntimeError("killed between the reward commit and the offset commit")

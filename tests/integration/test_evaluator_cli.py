@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli.main import app
 from hcp.bootstrap import Container
-from hcp.cli.main import app
-from hcp.db import make_engine
 from hcp.settings import Settings, get_settings
+from kernel.db import make_engine
 from tests.unit.evaluators.factories import contract_text, conversation, publish
 
 
@@ -73,13 +73,11 @@ def test_commands_explain_bad_input(container: Container) -> None:
 
 
 def test_hcp_relay_publishes_reward_records_to_the_rewards_topic(container: Container) -> None:
-    from hcp.cli.relay import build_feeds
-
     publish(container.contracts, contract_text())
     conversation(container.store, turns=1)
     hcp("evaluator", "--once")
 
-    feeds = {feed.topic: feed for feed in build_feeds(container)}
+    feeds = {feed.topic: feed for feed in container.outbox_feeds()}
 
     assert set(feeds) == {"hcp.events", "hcp.rewards"}
     [message] = feeds["hcp.rewards"].read_after(0, 10)

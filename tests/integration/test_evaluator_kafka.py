@@ -10,14 +10,13 @@ import pytest
 from evaluators.outbox import rewards_table_feed
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardQuery, RewardStore
-from evaluators.service import evaluator
 from events.checkpoints import Checkpoints
 from events.feed import KafkaLogReader
 from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
 from events.relay import EventsFeed, RelayLoop
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 from tests.integration.conftest import read_topic
 from tests.unit.evaluators.factories import contract_text, conversation, publish
 
@@ -51,7 +50,7 @@ def test_rewards_from_the_events_topic_reach_the_rewards_topic_once_each(contain
     streams = [conversation(container.store, turns=2) for _ in range(6)]
     relay(container)
     reader = KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, "evaluator")
-    worker = evaluator(container, reader=reader)
+    worker = container.evaluator(reader=reader)
     try:
         totals = worker.drain(timeout=60)
     finally:
@@ -79,7 +78,7 @@ def test_a_restarted_group_member_resumes_after_its_committed_offsets(container:
     relay(container)
     first = KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, "evaluator")
     try:
-        assert evaluator(container, reader=first).drain(timeout=60).rewards == 1
+        assert container.evaluator(reader=first).drain(timeout=60).rewards == 1
     finally:
         first.close()
     conversation(container.store, turns=1)
@@ -87,7 +86,7 @@ def test_a_restarted_group_member_resumes_after_its_committed_offsets(container:
 
     second = KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, "evaluator")
     try:
-        totals = evaluator(container, reader=second).drain(timeout=60)
+        totals = container.evaluator(reader=second).drain(timeout=60)
     finally:
         second.close()
 

@@ -14,8 +14,8 @@ from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
 from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
 from events.model import NewEvent, RecordedEvent
 from events.relay import EventsFeed, RelayLoop
-from events.store import SqlEventStore
-from hcp.db import make_engine
+from events.sql_store import SqlEventStore
+from kernel.db import make_engine
 from tests.integration.conftest import append_many
 
 

@@ -7,13 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from contract.service import VersionConflict
+from contract.versions import VersionConflict
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardQuery, RewardStore
-from evaluators.service import evaluator
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 from tests.unit.evaluators.factories import contract_text, conversation, publish
 
 
@@ -37,12 +36,12 @@ def under(container: Container, version: int) -> dict[str, float | None]:
 def test_publishing_a_version_rescores_history_and_keeps_the_old_rewards(container: Container) -> None:
     publish(container.contracts, contract_text())
     streams = [conversation(container.store, turns=2, thumbs="down") for _ in range(4)]
-    evaluator(container).drain(timeout=60)
+    container.evaluator().drain(timeout=60)
     before = under(container, 1)
     assert len(before) == 8 and set(before.values()) == {0.5}
 
     publish(container.contracts, contract_text(answered_weight=3.0), parent=1)
-    evaluator(container).drain(timeout=60)
+    container.evaluator().drain(timeout=60)
 
     assert under(container, 1) == before  # older versions' rewards stay as they were
     rescored = under(container, 2)

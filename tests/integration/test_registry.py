@@ -10,7 +10,9 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.exc import DatabaseError
 
+from contract.policy import TriggerPolicy
 from events.tables import events
+from kernel.errors import Conflict, Invalid, NotFound
 from tests.unit.trainer_core import fixtures
 from tests.unit.trainer_core.factories import HOUSE_CONTRACT, seed_contract, seed_dataset, seed_reward
 from tests.unit.trainer_core.fixtures import (
@@ -19,12 +21,12 @@ from tests.unit.trainer_core.fixtures import (
     fake_train,
     make_container,
 )
-from trainer.model import PROMOTED, REJECTED, Conflict, Invalid, NotFound
-from trainer.policy import TriggerPolicy
-from trainer.runs import LeaseLost
-from trainer.service import build_parts
-from trainer.tables import adapter_versions, dataset_manifests, trigger_firings
-from trainer.tables import training_runs as tr
+from trainer.datasets.tables import dataset_manifests
+from trainer.registry.model import PROMOTED, REJECTED, NewAdapter
+from trainer.registry.tables import adapter_versions
+from trainer.runs.store import LeaseLost
+from trainer.runs.tables import training_runs as tr
+from trainer.triggers.tables import trigger_firings
 
 container, parts, recorder = fixtures.container, fixtures.parts, fixtures.recorder
 
@@ -90,8 +92,7 @@ def test_a_trigger_fires_once_and_says_why(parts, seeded, recorder):
 
 
 def test_concurrent_trigger_processes_start_one_run(database_url, tmp_path, seeded, parts):
-    evaluators = [build_parts(make_container(database_url, tmp_path), RecordingDispatcher())
-                  for _ in range(4)]
+    evaluators = [make_container(database_url, tmp_path, RecordingDispatcher()) for _ in range(4)]
     barrier = threading.Barrier(len(evaluators))
 
     def evaluate(p):
@@ -205,11 +206,10 @@ def test_a_worker_that_lost_its_lease_registers_nothing(parts, seeded):
     assert [r.run_id for r in parts.runs.needing_dispatch(60)] == [run_id]
     second = parts.runs.claim(run_id, "w2", 60, 3)
     assert second.outcome == "claimed" and second.run.attempts == 2
-    from trainer.runner import register_result
-
+    stale = NewAdapter("coding", None, "tiny", run_id, first.run.manifest_id, {}, (),
+                       {"gate": {"reason": "x"}}, "a" * 64, "file:///x", "candidate")
     with pytest.raises(LeaseLost):
-        register_result(parts, first.run, "w1", [], {"gate": {"reason": "x"}}, "a" * 64, "file:///x",
-                        "candidate")
+        parts.runner.registration.register(first.run, "w1", stale, "x")
     assert parts.registry.adapters("coding") == []
     assert parts.runs.get(run_id).lease_owner == "w2"
     assert "training.started" in event_types(parts.engine, f"training_run:{run_id}")
@@ -234,9 +234,9 @@ def test_a_run_that_keeps_losing_its_worker_is_marked_failed(parts, seeded):
 def test_a_published_contract_supplies_the_policy_until_one_is_configured(parts):
     seed_contract(parts.engine, "house", 1, HOUSE_CONTRACT)
     coding, genui = parts.policies.effective("coding"), parts.policies.effective("genui")
-    assert coding.source == "contract:house@1" and coding.policy.min_new_rewards == 3
-    assert coding.policy.contract == "house" and coding.policy.gate.alias == "prod"
-    assert genui.source == "none" and not genui.policy.enabled
+    assert coding.source == "contract:house@1" and coding.rule.min_new_rewards == 3
+    assert coding.contract == "house" and coding.gate.alias == "prod"
+    assert genui.source == "none" and not genui.enabled
     parts.policies.configure("coding", TriggerPolicy(enabled=False), "tester")
     assert parts.policies.effective("coding").source == "api"
 
@@ -244,7 +244,7 @@ def test_a_published_contract_supplies_the_policy_until_one_is_configured(parts)
 def test_the_production_adapters_falling_reward_fires_a_drift_run(parts, seeded):
     root = fake_train(parts, parts.triggers.fire_manual("coding", "t", "root").run_id)
     parts.aliases.move("coding", "production", root.adapter_id, "tester", "serve")
-    parts.policies.configure("coding", TriggerPolicy(reward_floor=0.5, reward_window=3), "tester")
+    parts.policies.configure("coding", TriggerPolicy(reward_floor={"threshold": 0.5, "window": 3}), "tester")
     for i in range(3):
         seed_reward(parts.engine, parts.store, "coding", f"served {i}", "meh", 0.2,
                     contract=("default", 1, seeded), adapter_version=root.adapter_id)
@@ -256,10 +256,12 @@ def test_the_production_adapters_falling_reward_fires_a_drift_run(parts, seeded)
 def test_a_run_can_register_only_one_version(parts, seeded):
     from sqlalchemy.exc import IntegrityError
 
-    from trainer.registry import register_in
+    from trainer.registry.registry import register_in
 
     run_id = parts.triggers.fire_manual("coding", "t", "a").run_id
     fake_train(parts, run_id)
     run = parts.runs.get(run_id)
+    again = NewAdapter("coding", None, run.base_model, run_id, run.manifest_id, {}, (), {},
+                       "b" * 64, "file:///b", "candidate")
     with pytest.raises(IntegrityError), parts.engine.begin() as conn:
-        register_in(conn, parts.store, run, [], {}, "b" * 64, "file:///b", "candidate", "w")
+        register_in(conn, parts.store, again, "w")

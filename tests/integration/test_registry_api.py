@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from access.keys import create_key
 from api.app import create_app
-from hcp.apikeys import create_key
 from tests.unit.trainer_core import fixtures
 from tests.unit.trainer_core.factories import seed_contract, seed_dataset
 from tests.unit.trainer_core.fixtures import fake_model_dir, fake_train

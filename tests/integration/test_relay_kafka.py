@@ -18,9 +18,9 @@ from sqlalchemy.engine import Engine
 from events.checkpoints import Checkpoints
 from events.kafka_io import KafkaPublisher, PublishFailed, ensure_topics, make_producer
 from events.relay import EventsFeed, OutboxMessage, RelayLoop, TableFeed, checkpoint_name
-from events.store import SqlEventStore
+from events.sql_store import SqlEventStore
 from events.tables import events as events_table
-from hcp.db import make_engine
+from kernel.db import make_engine
 from tests.integration.conftest import append_many, first_occurrences, read_topic
 
 
@@ -38,7 +38,7 @@ class MemoryPublisher:
 def relay_process(database_url: str, bootstrap: str, prefix: str, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "HCP_DATABASE_URL": database_url, "HCP_KAFKA_BOOTSTRAP": bootstrap,
            "HCP_TOPIC_PREFIX": prefix}
-    return subprocess.Popen([sys.executable, "-m", "hcp.cli.main", "relay", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "cli.main", "relay", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from events.relay_lock import RelayLock
-from hcp.db import make_engine
+from kernel.db import make_engine
 
 
 def test_a_second_relay_waits_until_the_first_lets_go(postgres_url):

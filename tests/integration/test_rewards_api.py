@@ -7,12 +7,11 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from access.keys import create_key
 from api.app import create_app
-from evaluators.service import evaluator
-from hcp.apikeys import create_key
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
+from kernel.db import make_engine
 from tests.unit.evaluators.factories import contract_text, conversation, publish
 
 
@@ -33,7 +32,7 @@ def scored(container: Container) -> list[str]:
     publish(container.contracts, contract_text())
     streams = [conversation(container.store, turns=2) for _ in range(3)]
     publish(container.contracts, contract_text(answered_weight=2.0), parent=1)
-    evaluator(container).drain(timeout=60)
+    container.evaluator().drain(timeout=60)
     return streams
 
 

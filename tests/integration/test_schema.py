@@ -14,9 +14,9 @@ from alembic.migration import MigrationContext
 
 from hcp import migrate
 from hcp.bootstrap import bootstrap
-from hcp.db import make_engine, metadata
-from hcp.schema import load_all_tables
 from hcp.settings import Settings
+from kernel.db import make_engine, metadata
+from migrations.schema import load_all_tables
 
 
 def test_migrated_schema_matches_the_table_definitions(engine):

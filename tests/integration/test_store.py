@@ -12,8 +12,8 @@ from sqlalchemy.exc import DBAPIError
 
 from events.errors import EventIdConflict, WrongExpectedSeq
 from events.model import EventMetadata, NewEvent
-from events.store import SqlEventStore
-from hcp.db import is_postgres
+from events.sql_store import SqlEventStore
+from kernel.db import is_postgres
 from tests.integration.conftest import append_many, new_event
 
 

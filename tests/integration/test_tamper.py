@@ -16,14 +16,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from typer.testing import CliRunner
 
+from access.keys import create_key
 from api.app import create_app
-from events.store import SqlEventStore
+from cli.main import app as cli
+from events.sql_store import SqlEventStore
 from events.tables import events as events_table
-from hcp.apikeys import create_key
 from hcp.bootstrap import bootstrap
-from hcp.cli.main import app as cli
-from hcp.db import is_postgres
 from hcp.settings import Settings, get_settings
+from kernel.db import is_postgres
 from tests.integration.conftest import append_many
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
+from contract.policy import TriggerPolicy
 from tests.unit.trainer_core import fixtures
 from tests.unit.trainer_core.factories import (
     HOUSE_CONTRACT,
@@ -15,11 +16,9 @@ from tests.unit.trainer_core.factories import (
     seed_reward,
     tiny_base,
 )
-from trainer import rollout
-from trainer.artifacts import ArtifactCorrupted
-from trainer.dispatch import InProcessDispatcher
-from trainer.loading import load_resolved
-from trainer.policy import GatePolicy, TriggerPolicy
+from trainer.gate import rollout
+from trainer.registry.artifacts import ArtifactCorrupted
+from trainer.runs.dispatch import InProcessDispatcher
 
 pytestmark = pytest.mark.train
 container, parts, recorder = fixtures.container, fixtures.parts, fixtures.recorder
@@ -38,7 +37,7 @@ def trainer(parts, tiny):
     seed_dataset(parts.engine, parts.store, "coding", contract=("default", 1, digest))
     parts.registry.register_base_model("tiny", tiny, "tester")
     parts.policies.configure("coding", TriggerPolicy(min_new_rewards=4, hyper=HYPER), "tester")
-    return InProcessDispatcher(lambda: parts), digest
+    return InProcessDispatcher(lambda run_id, worker: parts.train(run_id, worker)), digest
 
 
 def adapter_tensors(parts, adapter) -> dict:
@@ -74,7 +73,7 @@ def test_a_successor_starts_from_its_parents_weights(parts, trainer):
                     contract=("default", 1, digest))
     # Zero steps: what the successor is saved as is exactly what it started from.
     parts.policies.configure("coding", TriggerPolicy(min_new_rewards=4, hyper={**HYPER, "steps": 0},
-                                                     gate=GatePolicy(auto_promote=True)), "tester")
+                                                     auto_promote=True), "tester")
     fired = next(r.fired for r in parts.triggers.evaluate() if r.fired)
     assert fired.parent_key == parent.adapter_id
     outcome = runner.run_now(fired.run_id)
@@ -93,7 +92,7 @@ def test_an_artifact_changed_on_disk_is_refused_and_its_successor_run_fails(part
     runner, digest = trainer
     first = runner.run_now(parts.triggers.fire_manual("coding", "tester", "root").run_id)
     parts.aliases.move("coding", "production", first.adapter_id, "tester", "serve it")
-    assert load_resolved(parts, "coding").model is not None
+    assert parts.resolver.load("coding").model is not None
     stored = parts.artifacts.open_dir(parts.registry.adapter(first.adapter_id).artifact_sha256)
     weights = stored / "adapter_model.safetensors"
     weights.chmod(0o644)
@@ -101,7 +100,7 @@ def test_an_artifact_changed_on_disk_is_refused_and_its_successor_run_fails(part
     data[-1] ^= 0xFF
     weights.write_bytes(bytes(data))
     with pytest.raises(ArtifactCorrupted):
-        load_resolved(parts, "coding")
+        parts.resolver.load("coding")
     seed_reward(parts.engine, parts.store, "coding", "one more", "Hi", 1.0, contract=("default", 1, digest))
     outcome = runner.run_now(parts.triggers.fire_manual("coding", "tester", "successor").run_id)
     assert outcome.outcome == "failed" and "ArtifactCorrupted" in outcome.error
@@ -123,12 +122,12 @@ def rollout_trainer(parts, tiny):
     digest = seed_contract(parts.engine, "house", 1, ROLLOUT_CONTRACT)
     seed_dataset(parts.engine, parts.store, "coding", contract=("house", 1, digest))
     parts.registry.register_base_model("tiny", tiny, "tester")
-    return InProcessDispatcher(lambda: parts)
+    return InProcessDispatcher(lambda run_id, worker: parts.train(run_id, worker))
 
 
 def rollout_outcome(parts, runner, **gate):
     parts.policies.configure("coding", TriggerPolicy(
-        min_new_rewards=4, hyper=HYPER, gate=GatePolicy(metric="rollout", **gate)), "tester")
+        min_new_rewards=4, hyper=HYPER, gate_metric="rollout", **gate), "tester")
     return runner.run_now(parts.triggers.fire_manual("coding", "tester", "rollout gate").run_id)
 
 

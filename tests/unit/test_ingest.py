@@ -10,33 +10,23 @@ import pytest
 from sqlalchemy.engine import Connection
 
 from events.ingest import BatchRejected, ClientEvent, IngestLimits, ingest
-from events.model import NewEvent, RecordedEvent
-from events.store import Appended, EventStore
+from events.memory_store import InMemoryEventStore
+from events.model import NewEvent
+from events.store import Appended
 
 LIMITS = IngestLimits(max_batch_events=3, max_payload_bytes=64)
 
 
-class RecordingStore(EventStore):
-    """Remembers what it was asked to append; stores nothing."""
+class RecordingStore(InMemoryEventStore):
+    """Remembers what it was asked to append (and stores it, in memory)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.batches: list[list[NewEvent]] = []
 
     def append(self, batch: Sequence[NewEvent], conn: Connection | None = None) -> list[Appended]:
         self.batches.append(list(batch))
-        return []
-
-    def get(self, event_id: uuid.UUID) -> RecordedEvent | None:
-        return None
-
-    def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000) -> list[RecordedEvent]:
-        return []
-
-    def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False) -> list[RecordedEvent]:
-        return []
-
-    def head(self) -> int:
-        return 0
+        return super().append(batch, conn)
 
 
 def turn(text: str = "hi", **kwargs: object) -> ClientEvent:

@@ -9,7 +9,7 @@ import pytest
 
 from contract.document import (
     ContractInvalid,
-    canonical_json,
+    canonical_form,
     content_hash,
     contract_json_schema,
     dump_toml,
@@ -144,7 +144,7 @@ name = "mini"
 def test_hash_is_stable_under_reformatting() -> None:
     original = parse_contract(minimal())
     reformatted = parse_contract(REFORMATTED)
-    assert canonical_json(original) == canonical_json(reformatted)
+    assert canonical_form(original) == canonical_form(reformatted)
     assert content_hash(original) == content_hash(reformatted)
     assert len(content_hash(original)) == 64
 
@@ -157,7 +157,7 @@ def test_hash_changes_with_meaning() -> None:
 
 def test_gate_settings_added_later_leave_earlier_documents_hashing_as_before() -> None:
     doc = parse_contract(EXAMPLE.read_text())
-    assert "gate_metric" not in canonical_json(doc)  # what every earlier version was hashed from
+    assert "gate_metric" not in canonical_form(doc)  # what every earlier version was hashed from
     explicit = EXAMPLE.read_text().replace(
         "gate_margin = 0.02\n", 'gate_margin = 0.02\ngate_metric = "offline"\nrollout_max_new_tokens = 24\n')
     assert explicit != EXAMPLE.read_text()

@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from contract.service import ContractService, ContractVersion
+from contract.versions import ContractVersion, ContractVersions
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.store import EventStore
 
@@ -56,7 +56,7 @@ def contract_text(name: str = "default", subject: str = "turn", answered_weight:
                            feedback=feedback, eligible=eligible, extra=extra)
 
 
-def publish(contracts: ContractService, text: str, name: str = "default",
+def publish(contracts: ContractVersions, text: str, name: str = "default",
             parent: int | None = None) -> ContractVersion:
     draft = contracts.create_draft(name, text, "test", parent_version=parent)
     return contracts.publish(name, draft.version, "test")

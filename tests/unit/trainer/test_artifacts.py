@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.artifacts import (
+from trainer.registry.artifacts import (
     ArtifactCorrupted,
     ArtifactNotFound,
     LocalArtifactStore,

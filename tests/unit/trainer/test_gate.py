@@ -7,7 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from trainer.ml.gate import GateMetrics, decide_promotion, loglik_margin
+from trainer.gate.decision import judge
+from trainer.gate.policy import GatePolicy
+from trainer.ml.metrics import GateMetrics, loglik_margin
+
+
+def decide_promotion(successor: GateMetrics, parent: GateMetrics, margin: float = 0.0,
+                     tolerance: float = 0.0) -> dict:
+    """The gate's offline rule with one tolerance for every criterion."""
+    return judge(successor, parent, GatePolicy(margin=margin, regression_tolerance={"*": tolerance}))
 
 
 def _brute_force(rewards: list[float], logliks: list[float]) -> tuple[float, int]:
@@ -63,16 +71,16 @@ def test_promotes_a_successor_that_beats_the_parent_by_the_margin() -> None:
 
     decision = decide_promotion(successor, PARENT, margin=0.1)
 
-    assert decision.promote
-    assert decision.comparison["heldout_margin"]["delta"] == pytest.approx(0.2)
-    assert decision.comparison["criteria"]["safe"]["ok"]
+    assert decision["promote"]
+    assert decision["comparison"]["heldout_margin"]["delta"] == pytest.approx(0.2)
+    assert decision["comparison"]["criteria"]["safe"]["ok"]
 
 
 def test_refuses_a_successor_that_does_not_improve_enough() -> None:
     decision = decide_promotion(replace(PARENT, heldout_margin=0.15), PARENT, margin=0.1)
 
-    assert not decision.promote
-    assert "held-out margin" in decision.reason
+    assert not decision["promote"]
+    assert "held-out margin" in decision["reason"]
 
 
 def test_criterion_regressions_within_tolerance_pass_beyond_it_refuse() -> None:
@@ -80,32 +88,22 @@ def test_criterion_regressions_within_tolerance_pass_beyond_it_refuse() -> None:
     much_worse = replace(slightly_worse, per_criterion={"helpful": 0.2, "safe": 0.3})
     missing = replace(slightly_worse, per_criterion={"helpful": 0.2})
 
-    assert decide_promotion(slightly_worse, PARENT, tolerance=0.1).promote
+    assert decide_promotion(slightly_worse, PARENT, tolerance=0.1)["promote"]
     refused = decide_promotion(much_worse, PARENT, tolerance=0.1)
-    assert not refused.promote and "'safe'" in refused.reason
-    assert not decide_promotion(missing, PARENT, tolerance=0.1).promote
-
-
-def test_rollout_reward_may_not_regress() -> None:
-    parent = replace(PARENT, rollout_reward=0.8, n_rollouts=4)
-    better_offline_worse_online = replace(parent, heldout_margin=0.5, rollout_reward=0.5)
-    no_rollouts = replace(PARENT, heldout_margin=0.5)
-
-    assert not decide_promotion(better_offline_worse_online, parent, tolerance=0.1).promote
-    assert not decide_promotion(no_rollouts, parent).promote
-    assert decide_promotion(replace(parent, heldout_margin=0.5), parent).promote
+    assert not refused["promote"] and "'safe'" in refused["reason"]
+    assert not decide_promotion(missing, PARENT, tolerance=0.1)["promote"]
 
 
 def test_never_promotes_across_held_out_sets_or_without_pairs() -> None:
     other_set = replace(PARENT, heldout_margin=0.9, heldout_sha256="other")
     no_pairs = replace(PARENT, heldout_margin=math.nan, n_pairs=0)
 
-    assert not decide_promotion(other_set, PARENT).promote
+    assert not decide_promotion(other_set, PARENT)["promote"]
     decision = decide_promotion(no_pairs, replace(no_pairs))
-    assert not decision.promote
-    assert decision.comparison["heldout_margin"]["successor"] is None
+    assert not decision["promote"]
+    assert decision["comparison"]["heldout_margin"]["successor"] is None
 
 
 def test_a_tie_never_promotes_even_with_zero_margin():
     decision = decide_promotion(PARENT, PARENT, margin=0.0)
-    assert not decision.promote and "not more than 0.0 above" in decision.reason
+    assert not decision["promote"] and "not more than 0.0 above" in decision["reason"]

@@ -10,10 +10,12 @@ pytest.importorskip("peft")
 import torch  # noqa: E402
 
 from tests.unit.trainer.conftest import TOY_FACTS, toy_examples  # noqa: E402
-from trainer.artifacts import LocalArtifactStore  # noqa: E402
-from trainer.ml.gate import TextRolloutHarness, decide_promotion, heldout_metric  # noqa: E402
+from trainer.gate.decision import judge  # noqa: E402
+from trainer.gate.policy import GatePolicy  # noqa: E402
 from trainer.ml.load import load_adapter_for_serving  # noqa: E402
 from trainer.ml.lora import HyperParams, train_successor  # noqa: E402
+from trainer.ml.metrics import TextRolloutHarness, heldout_metric  # noqa: E402
+from trainer.registry.artifacts import LocalArtifactStore  # noqa: E402
 
 pytestmark = pytest.mark.train
 
@@ -46,13 +48,13 @@ def test_training_on_rewarded_responses_raises_the_margin_and_passes_the_gate(
 
     base = heldout_metric(tiny_base, None, toy_examples(), criteria={"helpful": helpful})
     trained = heldout_metric(tiny_base, adapter, toy_examples(), criteria={"helpful": helpful})
-    decision = decide_promotion(trained, base, margin=0.5)
+    decision = judge(trained, base, GatePolicy(margin=0.5, regression_tolerance={"*": 0.0}))
 
     assert (trained.n_pairs, trained.pairing) == (len(TOY_FACTS), "same_prompt")
     assert trained.heldout_margin > base.heldout_margin + 0.5
     assert trained.per_criterion["helpful"] == pytest.approx(trained.heldout_margin)
-    assert decision.promote, decision.reason
-    assert not decide_promotion(base, trained).promote
+    assert decision["promote"], decision["reason"]
+    assert not judge(base, trained, GatePolicy())["promote"]
 
 
 def test_greedy_rollouts_are_deterministic_text(tiny_base: Path, root_adapter: Path) -> None:

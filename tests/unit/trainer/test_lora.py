@@ -11,9 +11,9 @@ import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from tests.unit.trainer.conftest import toy_examples  # noqa: E402
-from trainer.artifacts import dir_sha256  # noqa: E402
 from trainer.ml.data import TrainingExample  # noqa: E402
 from trainer.ml.lora import HyperParams, prepare_trainable_model, train_successor  # noqa: E402
+from trainer.registry.artifacts import dir_sha256  # noqa: E402
 
 pytestmark = pytest.mark.train
 

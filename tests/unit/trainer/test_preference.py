@@ -30,8 +30,8 @@ def test_pairs_are_same_prompt_with_a_chosen_response_that_passes_min_reward() -
 def test_dpo_starts_at_log_2_from_the_parent_and_raises_the_margin(
     tmp_path: Path, tiny_base: Path, root_adapter: Path
 ) -> None:
-    from trainer.ml.gate import heldout_metric
     from trainer.ml.lora import HyperParams, train_successor
+    from trainer.ml.metrics import heldout_metric
 
     hyper = HyperParams(objective="dpo", dpo_beta=0.5, steps=15, learning_rate=2e-2,
                         min_reward=0.5, batch_size=4)

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from hcp.bootstrap import Container
-from hcp.db import make_engine
 from hcp.settings import Settings
-from trainer.model import CANDIDATE, AdapterVersion
-from trainer.service import TrainerParts, build_parts, install_parts
+from kernel.db import make_engine
+from trainer.registry.model import CANDIDATE, AdapterStatus, AdapterVersion, NewAdapter
 
 
 class RecordingDispatcher:
@@ -27,16 +26,9 @@ class RecordingDispatcher:
         self.sent.append(run_id)
 
 
-def make_container(url: str, data_dir: Path) -> Container:
+def make_container(url: str, data_dir: Path, dispatcher: Any = None) -> Container:
     settings = Settings(database_url=url, data_dir=data_dir, redis_url="", kafka_bootstrap="")
-    return Container(settings=settings, engine=make_engine(url))
-
-
-@pytest.fixture
-def container(database_url: str, tmp_path: Path) -> Iterator[Container]:
-    c = make_container(database_url, tmp_path)
-    yield c
-    c.close()
+    return Container(settings=settings, engine=make_engine(url), dispatch_to=dispatcher)
 
 
 @pytest.fixture
@@ -45,10 +37,16 @@ def recorder() -> RecordingDispatcher:
 
 
 @pytest.fixture
-def parts(container: Container, recorder: RecordingDispatcher) -> TrainerParts:
-    p = build_parts(container, recorder)
-    install_parts(container, p)
-    return p
+def container(database_url: str, tmp_path: Path, recorder: RecordingDispatcher) -> Iterator[Container]:
+    """The composition root on a fresh database; runs are recorded, not trained."""
+    c = make_container(database_url, tmp_path, recorder)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def parts(container: Container) -> Container:
+    return container
 
 
 def fake_model_dir(root: Path, weights: bytes = b"weights-v1") -> Path:
@@ -59,20 +57,22 @@ def fake_model_dir(root: Path, weights: bytes = b"weights-v1") -> Path:
     return root
 
 
-def fake_train(parts: TrainerParts, run_id: str, worker: str = "worker-1",
-               status: str = CANDIDATE, content: bytes | None = None,
+def fake_train(parts: Container, run_id: str, worker: str = "worker-1",
+               status: AdapterStatus = CANDIDATE, content: bytes | None = None,
                metrics: dict[str, Any] | None = None) -> AdapterVersion:
     """Claim a run and register a made-up artifact for it, the way the runner ends a run."""
-    from trainer import datasets
-    from trainer.runner import register_result
-
     claim = parts.runs.claim(run_id, worker, 60, 3)
     assert claim.outcome == "claimed", claim
+    run = claim.run
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "adapter_model.safetensors").write_bytes(content or run_id.encode())
         ref = parts.artifacts.put_dir(tmp)
-    with parts.engine.connect() as conn:
-        manifest = datasets.rebuild(conn, claim.run.manifest_id)
+    manifest = parts.manifests.rebuild(run.manifest_id)
     gate = {"promote": status != "rejected", "reason": "fake gate"}
-    return register_result(parts, claim.run, worker, list(manifest.contract_versions),
-                           metrics or {"gate": gate}, ref.sha256, ref.uri, status)
+    new = NewAdapter(
+        specialist=run.specialist, parent_adapter_id=run.parent_adapter_id,
+        base_model=run.base_model, training_run_id=run.run_id, manifest_id=run.manifest_id,
+        hyper=run.hyper, metrics=metrics or {"gate": gate}, artifact_sha256=ref.sha256,
+        artifact_uri=ref.uri, status=status,
+        contract_versions=tuple((c["name"], c["version"]) for c in manifest.contract_versions))
+    return parts.runner.registration.register(run, worker, new, "fake gate")

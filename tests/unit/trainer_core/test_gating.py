@@ -1,8 +1,8 @@
 import math
 
-from trainer.gating import judge
-from trainer.ml.gate import GateMetrics
-from trainer.policy import GatePolicy
+from trainer.gate.decision import judge
+from trainer.gate.policy import GatePolicy
+from trainer.ml.metrics import GateMetrics
 
 
 def metrics(margin: float, **criteria: float) -> GateMetrics:

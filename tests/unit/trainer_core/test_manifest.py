@@ -1,4 +1,4 @@
-from trainer.manifest import (
+from trainer.datasets.manifest import (
     EventView,
     RewardRow,
     assemble,

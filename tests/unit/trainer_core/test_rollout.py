@@ -7,13 +7,13 @@ import pytest
 from contract.document import parse_contract
 from contract.evaluate import compile_contract
 from contract.subject import Subject
+from kernel.errors import Invalid
 from tests.unit.contract.factories import Stream, minimal
-from trainer import rollout
-from trainer.gating import judge_rollouts
-from trainer.ml.gate import TextRolloutHarness
-from trainer.model import Invalid
-from trainer.policy import GatePolicy
-from trainer.rollout import RolloutCase, RolloutMetrics, RolloutTarget
+from trainer.gate import rollout
+from trainer.gate.decision import judge_rollouts
+from trainer.gate.policy import GatePolicy
+from trainer.gate.rollout import RolloutCase, RolloutMetrics, RolloutTarget
+from trainer.ml.metrics import TextRolloutHarness
 
 # "polite" reads the answer; "helpfulness" reads only the user's feedback; "boom" errors.
 LAST = "turns[size(turns) - 1].assistant_text"

@@ -1,0 +1,17 @@
+"""SQL table of API keys: only a hash of each secret is stored."""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, Column, DateTime, String, Table
+
+from kernel.db import metadata
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("secret_sha256", String(64), nullable=False),
+    Column("scopes", JSON, nullable=False),
+    Column("label", String(200)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)

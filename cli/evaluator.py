@@ -1,0 +1,187 @@
+"""`hcp evaluator`, `hcp rewards …`, and `hcp contract dry-run / reevaluate`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+
+from cli.common import cli_container, stop_on_signals
+from contract.dryrun import DryRunReport
+from evaluators.dryrun import DryRun, Selection
+from evaluators.evaluator import StepResult
+from evaluators.reevaluation import Job
+from evaluators.refs import parse_contract_ref
+from evaluators.refs import reward_query as build_query
+from hcp.bootstrap import DEFAULT_GROUP, Container
+
+rewards_app = typer.Typer(help="Reward records: list and inspect", no_args_is_help=True)
+T = TypeVar("T")
+
+
+def _with_container(action: Callable[[Container], T]) -> T:
+    with cli_container() as container:
+        return action(container)
+
+
+def run_evaluator(
+    once: bool = typer.Option(False, "--once", help="Score what is in the log now, finish "
+                              "running re-evaluations, then exit"),
+    group: str = typer.Option(DEFAULT_GROUP, help="Consumer group (Kafka) or checkpoint name"),
+    batch_size: int = typer.Option(500, help="Most events scored per poll"),
+    session_timeout: float = typer.Option(10.0, help="Seconds before a silent worker's Kafka "
+                                          "partitions go to another member (broker minimum: 6)"),
+) -> None:
+    """Score finished subjects under every active contract version; re-score history on publish."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    with cli_container() as container:
+        worker = container.evaluator(group, batch_size, session_timeout_s=session_timeout)
+        source = container.settings.events_topic if container.settings.kafka_bootstrap else "database log"
+        try:
+            if once:
+                totals = worker.drain(timeout=3600, on_step=_echo_step)
+                typer.echo(f"done: {totals.events} events, {totals.subjects} subjects, "
+                           f"{totals.rewards} new rewards")
+                return
+            typer.echo(f"evaluating {source} in group {group}")
+            worker.run(stop_on_signals(), on_step=_echo_step)
+            typer.echo("stopped: last batch stored and committed")
+        finally:
+            worker.reader.close()
+
+
+def _echo_step(step: StepResult) -> None:
+    if step.events:
+        typer.echo(f"scored {step.events} events: {step.subjects} subjects, {step.rewards} new rewards")
+    for job in step.jobs_started:
+        typer.echo(f"re-evaluation of {job.contract_name}@{job.contract_version} started "
+                   f"(positions {job.from_position}..{job.to_position})")
+    if step.job_progress is not None:
+        job = step.job_progress
+        typer.echo(f"re-evaluating {job.contract_name}@{job.contract_version}: "
+                   f"{job.progress:.0%} ({job.done_position}/{job.to_position}), {job.status}")
+
+
+@rewards_app.command("list")
+def list_rewards(
+    contract: str = typer.Option(None, help="NAME, NAME@<version> or NAME@latest"),
+    subject: str = typer.Option(None, help="Only this subject id"),
+    stream: str = typer.Option(None, help="Only subjects of this stream"),
+    specialist: str = typer.Option(None),
+    after: int = typer.Option(0, help="Reward position to start after"),
+    limit: int = typer.Option(50, min=1, max=10_000),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line"),
+) -> None:
+    """Reward records in position order, optionally under one contract version."""
+
+    def run(c: Container) -> list[dict[str, Any]]:
+        name, version = parse_contract_ref(contract) if contract else (None, None)
+        query = build_query(c.contracts, name, version, subject_id=subject, stream_id=stream,
+                            specialist=specialist, after=after, limit=limit)
+        return [r.to_json() for r in c.rewards.find(query)]
+
+    for reward in _with_container(run):
+        typer.echo(json.dumps(reward) if as_json else _reward_line(reward))
+
+
+def _reward_line(r: dict[str, Any]) -> str:
+    score = "error" if r["errors"] else ("-" if r["score"] is None else f"{r['score']:.3f}")
+    eligible = "eligible" if r["eligible"] else "-"
+    contract = f"{r['contract']['name']}@{r['contract']['version']}"
+    return (f"{r['position']:>8}  {contract:<16} {score:>6}  {r['split']:<8} {eligible:<8} "
+            f"{r['specialist'] or '-':<10} {r['subject']['id']}")
+
+
+def dry_run(
+    name: str, version: int,
+    baseline: int = typer.Option(None, help="Published version to compare with "
+                                 "(default: the draft's parent, else the latest published)"),
+    last: int = typer.Option(None, help="The last N finished subjects"),
+    from_position: int = typer.Option(None, "--from", help="First position of a range"),
+    to_position: int = typer.Option(None, "--to", help="Last position of a range"),
+    top: int = typer.Option(10, help="How many of the largest movers to show"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Score VERSION over history without writing anything, and compare with a baseline."""
+    if last is None and from_position is None and to_position is None:
+        last = 500
+
+    def run(c: Container) -> DryRun:
+        selection = Selection(last, from_position, to_position)
+        return c.dry_runs.run(name, version, selection, baseline, top)
+
+    result = _with_container(run)
+    typer.echo(json.dumps(result.to_json(), indent=2) if as_json else render_dry_run(result))
+
+
+def render_dry_run(result: DryRun) -> str:
+    r: DryRunReport = result.report
+    base = result.baseline
+    lines = [f"dry run of {result.draft.name}@{result.draft.version} ({result.draft.status}) over "
+             f"{result.subjects} subjects" + (" (range truncated)" if result.truncated else ""),
+             f"  applicable {r.applicable}, scored {r.scored}, errors {r.errors}",
+             f"  mean {_num(r.mean)}"]
+    if base is not None:
+        lines += [f"  baseline {base.name}@{base.version}: mean {_num(r.baseline_mean)}, "
+                  f"errors {r.baseline_errors}",
+                  f"  mean delta {_num(r.mean_delta, signed=True)} over {r.compared} subjects scored by both",
+                  f"  eligibility: {r.became_eligible} became eligible, "
+                  f"{r.became_ineligible} became ineligible"]
+    else:
+        lines.append("  no baseline: nothing published to compare with")
+    lines.append("  histogram (draft" + (" | baseline)" if base else ")"))
+    peak = max([*r.histogram, *r.baseline_histogram, 1])
+    for i, count in enumerate(r.histogram):
+        bar = "#" * round(30 * count / peak)
+        other = f" | {r.baseline_histogram[i]}" if base else ""
+        low, high = i / len(r.histogram), (i + 1) / len(r.histogram)
+        lines.append(f"    [{low:.1f}, {high:.1f}) {bar:<30} {count}{other}")
+    if r.largest_movers:
+        lines.append("  largest movers")
+        lines += [f"    {m.delta:+.3f}  {m.baseline:.3f} -> {m.draft:.3f}  {m.subject_id}"
+                  for m in r.largest_movers]
+    if r.error_samples:
+        lines.append("  errors (samples)")
+        lines += [f"    {s['subject_id']}: {s['item']}: {s['message']}" for s in r.error_samples]
+    return "\n".join(lines)
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    return "-" if value is None else (f"{value:+.4f}" if signed else f"{value:.4f}")
+
+
+def reevaluate(
+    name: str, version: int,
+    from_position: int = typer.Option(1, "--from", help="First log position to re-score from"),
+) -> None:
+    """Re-score history under a published VERSION (resumes a started job), with progress."""
+    with cli_container() as container:
+        job = container.reevaluations.start(name, version, from_position)
+        with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                      TextColumn("{task.fields[detail]}")) as bar:
+            task = bar.add_task(f"{name}@{version}", total=1.0, detail="")
+
+            def show(current: Job) -> None:
+                bar.update(task, completed=current.progress, detail=(
+                    f"position {current.done_position}/{current.to_position}, "
+                    f"{current.subjects_scored} subjects"))
+
+            job = container.reevaluations.run(job.job_id, on_progress=show)
+    typer.echo(f"{job.status}: {job.subjects_scored} subjects of positions "
+               f"{job.from_position}..{job.to_position} scored under {name}@{version}")
+    if job.status != "succeeded":
+        typer.echo(f"error: {job.error}", err=True)
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    from cli import contract as contract_cli
+
+    app.command("evaluator")(run_evaluator)
+    app.add_typer(rewards_app, name="rewards")
+    contract_cli.app.command("dry-run")(dry_run)
+    contract_cli.app.command("reevaluate")(reevaluate)

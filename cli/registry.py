@@ -1,0 +1,145 @@
+"""`hcp adapters|alias|base-models …`: the adapter registry, its aliases and base models."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from cli.trainer import cli_actor, cli_parts, console, print_json
+from hcp.settings import get_settings
+from trainer.registry.model import PROMOTED, REJECTED
+
+adapters_app = typer.Typer(help="Adapter versions: list, inspect, lineage, promote", no_args_is_help=True)
+alias_app = typer.Typer(help="Aliases (production, staging, …) per specialist", no_args_is_help=True)
+base_app = typer.Typer(help="Base models the adapters are trained on", no_args_is_help=True)
+
+
+# --- adapters ----------------------------------------------------------------------
+
+@adapters_app.command("list")
+def adapters_list(specialist: str = typer.Option(None, "--specialist", "-s")) -> None:
+    """Adapter versions, newest first, with status and parent."""
+    with cli_parts() as parts:
+        table = Table("adapter", "parent", "base", "status", "artifact", "registered")
+        for a in parts.registry.adapters(specialist):
+            table.add_row(a.adapter_id, a.parent_adapter_id or "root", a.base_model, a.status,
+                          a.artifact_sha256[:12], a.registered_at.isoformat(timespec="seconds"))
+        console.print(table)
+
+
+@adapters_app.command("show")
+def adapters_show(adapter_id: str) -> None:
+    """Every field of a version: lineage references, hyper-parameters, metrics."""
+    with cli_parts() as parts:
+        print_json(parts.registry.adapter(adapter_id).to_json())
+
+
+@adapters_app.command("lineage")
+def adapters_lineage(adapter_id: str,
+                     deep: bool = typer.Option(False, help="Rebuild data, hash base")) -> None:
+    """The chain back to the root, each link verified; exit 1 if any check fails."""
+    with cli_parts() as parts:
+        chain = parts.lineage.chain(adapter_id, deep)
+    print_json(chain)
+    if not all(link["verified"] for link in chain):
+        raise typer.Exit(1)
+
+
+@adapters_app.command("promote")
+def adapters_promote(adapter_id: str, reason: str = typer.Option(...),
+                     alias: str = typer.Option("production")) -> None:
+    """Promote by hand and move ALIAS to it."""
+    with cli_parts() as parts:
+        print_json(parts.registry.set_status(adapter_id, PROMOTED, cli_actor(), reason, alias).to_json())
+
+
+@adapters_app.command("reject")
+def adapters_reject(adapter_id: str, reason: str = typer.Option(...)) -> None:
+    """Mark a version rejected."""
+    with cli_parts() as parts:
+        print_json(parts.registry.set_status(adapter_id, REJECTED, cli_actor(), reason).to_json())
+
+
+# --- alias -------------------------------------------------------------------------
+
+@alias_app.command("set")
+def alias_set(specialist: str, alias: str, adapter_id: str, reason: str = typer.Option(...)) -> None:
+    """Point ALIAS of SPECIALIST at ADAPTER_ID (an alias.moved event)."""
+    with cli_parts() as parts:
+        print_json(parts.aliases.move(specialist, alias, adapter_id, cli_actor(), reason).to_json())
+
+
+@alias_app.command("rollback")
+def alias_rollback(specialist: str, alias: str, reason: str = typer.Option(...)) -> None:
+    """Move ALIAS back to where it pointed before its latest move."""
+    with cli_parts() as parts:
+        print_json(parts.aliases.rollback(specialist, alias, cli_actor(), reason).to_json())
+
+
+@alias_app.command("at")
+def alias_at(specialist: str, alias: str,
+             time_: datetime = typer.Option(None, "--time", "-t", help="ISO time; default now")) -> None:
+    """Where ALIAS pointed at a time."""
+    with cli_parts() as parts:
+        move = parts.aliases.at(specialist, alias, time_)
+    console.print(move.adapter_id if move and move.adapter_id else "(unset)")
+
+
+@alias_app.command("history")
+def alias_history(specialist: str, alias: str = typer.Argument(None)) -> None:
+    """Moves, newest first: when, who, from, to, why."""
+    with cli_parts() as parts:
+        table = Table("moved at", "alias", "from", "to", "actor", "reason")
+        for m in parts.aliases.history(specialist, alias):
+            table.add_row(m.moved_at.isoformat(timespec="seconds"), m.alias,
+                          m.previous_adapter_id or "-", m.adapter_id or "-", m.actor, m.reason)
+        console.print(table)
+
+
+@alias_app.command("resolve")
+def alias_resolve(specialist: str, alias: str = typer.Argument("production")) -> None:
+    """What a server loads: adapter version, artifact location and sha256, base model."""
+    with cli_parts() as parts:
+        print_json(parts.resolver.resolve(specialist, alias).to_json())
+
+
+# --- base models -------------------------------------------------------------------
+
+@base_app.command("register")
+def base_register(path: Path, name: str = typer.Option(..., "--name", "-n")) -> None:
+    """Register a local model directory (hashes its weight files)."""
+    with cli_parts() as parts:
+        print_json(parts.registry.register_base_model(name, path, cli_actor()).to_json())
+
+
+@base_app.command("build-tiny")
+def base_build_tiny(name: str = typer.Option("tiny", "--name", "-n"),
+                    directory: Path = typer.Option(None, "--dir", help="Default <data_dir>/models/NAME"),
+                    seed: int = typer.Option(0)) -> None:
+    """Build the tiny local causal LM (no download) and register it."""
+    from trainer.ml.tiny_model import build_tiny_base_model
+
+    target = directory or get_settings().data_dir / "models" / name
+    path = build_tiny_base_model(target, seed=seed)
+    with cli_parts() as parts:
+        print_json(parts.registry.register_base_model(name, path, cli_actor()).to_json())
+
+
+@base_app.command("list")
+def base_list() -> None:
+    """Registered base models."""
+    with cli_parts() as parts:
+        table = Table("name", "weights sha256", "path", "registered")
+        for b in parts.registry.base_models():
+            table.add_row(b.name, b.weights_sha256[:16], b.path,
+                          b.registered_at.isoformat(timespec="seconds"))
+        console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(adapters_app, name="adapters")
+    app.add_typer(alias_app, name="alias")
+    app.add_typer(base_app, name="base-models")

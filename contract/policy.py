@@ -1,0 +1,104 @@
+"""The trigger policy: the one schema of "when to train a specialist, and how to gate it".
+
+A contract writes it as ``[training.triggers.<specialist>]``; the API (``PUT
+/v1/triggers/{specialist}``) and ``hcp triggers set`` take the same document as JSON.
+The trainer resolves it (``trainer.triggers.policy``) against where it came from.
+
+Keys added after documents were published are left out of the canonical form while
+they hold their defaults, so the content hash of those documents stays what it was.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from contract.schedule import parse_schedule
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class RewardFloor(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    threshold: Unit = Field(description="Fire when the serving adapter's mean reward is below this")
+    window: Annotated[int, Field(ge=1)] = Field(description="Over its most recent N rewards")
+
+
+class TriggerPolicy(BaseModel):
+    """When to train a specialist's successor (the first enabled rule that fires) and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = True
+    min_new_rewards: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Fire when this many new eligible rewards arrived since the parent")
+    reward_floor: RewardFloor | None = None
+    schedule: str | None = Field(
+        None, description="'every <n>m|h|d' or a five-field cron line (UTC); fires when due "
+        "and any new eligible reward exists")
+    auto_promote: bool = Field(False, description="Move the serving alias to a successor that passes")
+    gate_margin: Annotated[float, Field(ge=-1.0, le=1.0)] = Field(
+        0.0, description="What the successor must gain over its parent on the gate's metric")
+    regression_tolerance: dict[str, Unit] = Field(
+        {}, description="Criterion id (or '*') -> largest allowed drop; criteria not named "
+        "are not gated")
+    # offline: log-likelihood margin on held-out rewarded examples; rollout: mean contract
+    # reward of responses the models generate for the held-out prompts.
+    gate_metric: Literal["offline", "rollout"] = "offline"
+    rollout_max_new_tokens: Annotated[int, Field(ge=1, le=1024)] = 24
+    # --- added later: left out of the canonical form at their defaults ---------------
+    rollout_harness: Annotated[str, Field(min_length=1, max_length=100)] = Field(
+        "text", description="Registered rollout harness the gate generates with")
+    rollout_prompts: Annotated[int, Field(ge=1, le=1024)] = Field(
+        32, description="At most this many held-out subjects (the latest)")
+    dataset: Literal["all", "since_parent"] = Field(
+        "all", description="Train on every eligible reward, or only those after the parent's cut")
+    base_model: str | None = Field(None, description="Base model of root versions")
+    hyper: dict[str, Any] = Field({}, description="Training hyper-parameter overrides")
+    alias: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
+        None, description="Alias the gate moves; default: the slot's adapter_alias, else production")
+    contract: str | None = Field(
+        None, description="Use only rewards made under this contract (a contract's own "
+        "policy always uses its own rewards)")
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, text: str | None) -> str | None:
+        if text is not None:
+            parse_schedule(text)  # raises ValueError with the reason
+        return text
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key, default in LATER_DEFAULTS.items():
+            if data.get(key) == default:
+                data.pop(key, None)
+        return data
+
+    @model_validator(mode="after")
+    def _fires(self) -> TriggerPolicy:
+        never = self.min_new_rewards is None and self.reward_floor is None and not self.schedule
+        if self.enabled and never:
+            raise ValueError("an enabled policy needs min_new_rewards, reward_floor or schedule")
+        return self
+
+    def tolerance_for(self, criterion_id: str) -> float | None:
+        """Allowed drop of a criterion's held-out mean; None: that criterion is not gated."""
+        return self.regression_tolerance.get(criterion_id, self.regression_tolerance.get("*"))
+
+
+LATER_DEFAULTS: dict[str, Any] = {
+    "gate_metric": "offline", "rollout_max_new_tokens": 24, "rollout_harness": "text",
+    "rollout_prompts": 32, "dataset": "all", "base_model": None, "hyper": {}, "alias": None,
+    "contract": None,
+}
+DISABLED = TriggerPolicy(enabled=False)  # no policy anywhere: only manual triggers

@@ -1,0 +1,161 @@
+"""The evaluator worker: follow the event log, score finished subjects, store rewards.
+
+One step is: poll a batch, refresh the active contract versions, find the subjects the
+batch closes, score each under every version that applies, store the rewards in one
+transaction, then commit the consumer position. Publishing a version (an event in the
+same log) starts its re-evaluation of history, which the worker advances a chunk at a
+time between polls.
+
+Why the order matters:
+
+* Rewards are durable before the offset or checkpoint is committed. A crash between the
+  two redelivers the batch; the reward store skips what already exists, so nothing is
+  lost and nothing is doubled (at-least-once delivery, exactly-once rewards).
+* The active versions are refreshed after the poll, before scoring. A version published
+  at position p commits before any event at a position > p can commit (positions are
+  allocated under the log lock in commit order), so any polled event after p is visible
+  only once the version is: it is scored under it. Events at or before p are covered by
+  the version's re-evaluation job, whose ``to_position`` (the head when it starts) is
+  >= p. Between the two, no subject is missed; overlap is absorbed by uniqueness.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy.exc import DBAPIError
+
+from contract.versions import ContractVersions, VersionConflict, VersionNotFound
+from evaluators.active import ActiveContracts
+from evaluators.reevaluation import Job, Reevaluations
+from evaluators.rewards import RewardStore
+from evaluators.scoring import score_subjects, subject_kinds
+from evaluators.subjects import SubjectReader
+from events.feed import DatabaseLogReader, KafkaRecordReader, LogReader
+from events.model import RecordedEvent
+from events.store import EventStore
+
+log = logging.getLogger(__name__)
+
+CONTRACT_PUBLISHED = "contract.published"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    events: int = 0
+    subjects: int = 0
+    rewards: int = 0  # newly stored; redelivered subjects add nothing
+    jobs_started: tuple[Job, ...] = ()
+    job_progress: Job | None = None  # the re-evaluation chunk advanced after the poll
+
+
+@dataclass
+class Totals:
+    events: int = 0
+    subjects: int = 0
+    rewards: int = 0
+    jobs: dict[str, Job] = field(default_factory=dict)
+
+    def add(self, step: StepResult) -> None:
+        self.events += step.events
+        self.subjects += step.subjects
+        self.rewards += step.rewards
+        for job in (*step.jobs_started, *([step.job_progress] if step.job_progress else [])):
+            self.jobs[job.job_id] = job
+
+
+class Evaluator:
+    def __init__(self, store: EventStore, contracts: ContractVersions, rewards: RewardStore,
+                 reevaluations: Reevaluations, reader: LogReader[RecordedEvent],
+                 batch_size: int = 500) -> None:
+        self.store, self.rewards, self.reevaluations = store, rewards, reevaluations
+        self.reader, self.batch_size = reader, batch_size
+        self.active = ActiveContracts(contracts)
+        self.subjects = SubjectReader(store)
+
+    def poll_once(self, timeout: float = 1.0) -> StepResult:
+        """Score one polled batch and commit the consumer position after the rewards."""
+        events = self.reader.poll(self.batch_size, timeout)
+        if not events:
+            return StepResult()
+        try:
+            versions = self.active.refresh()  # after the poll: see the module docstring
+            subjects = self.subjects.closed_by(events, subject_kinds(versions))
+            created = self.rewards.record(score_subjects(subjects, versions))
+            started = tuple(self._start_jobs(events))
+        except Exception:
+            self.reader.rewind()  # nothing committed: the same batch comes again
+            raise
+        self.reader.commit()  # only now: every reward of the batch is durable
+        return StepResult(len(events), len(subjects), len(created), started)
+
+    def step(self, timeout: float = 1.0) -> StepResult:
+        """One poll, then one chunk of re-evaluation if any job is running."""
+        result = self.poll_once(timeout)
+        job = self.reevaluations.step()
+        return StepResult(result.events, result.subjects, result.rewards, result.jobs_started, job)
+
+    def run(self, stop: threading.Event, on_step: Callable[[StepResult], None] | None = None,
+            poll_timeout: float = 1.0, max_backoff: float = 10.0) -> None:
+        """Until ``stop`` is set; the batch in flight finishes first. Database failures
+        are retried with backoff (the batch is redelivered, so nothing is skipped)."""
+        backoff, busy = 0.0, False
+        while not stop.is_set():
+            try:
+                result = self.step(0.0 if busy else poll_timeout)
+            except DBAPIError as exc:
+                backoff = min(max(backoff * 2, 0.5), max_backoff)
+                log.warning("evaluator step failed (%s); retrying in %.1fs", exc, backoff)
+                stop.wait(backoff)
+                continue
+            backoff, busy = 0.0, result.job_progress is not None
+            if on_step is not None and (result.events or result.job_progress):
+                on_step(result)
+
+    def drain(self, timeout: float = 120.0,
+              on_step: Callable[[StepResult], None] | None = None) -> Totals:
+        """Until the log is consumed and no re-evaluation job is running (``--once``)."""
+        totals, deadline = Totals(), time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = self.step(0.5)
+            totals.add(result)
+            if on_step is not None and (result.events or result.job_progress):
+                on_step(result)
+            if not result.events and result.job_progress is None and self._caught_up():
+                return totals
+        raise TimeoutError(f"evaluator did not catch up within {timeout:.0f}s")
+
+    def _caught_up(self) -> bool:
+        if self.reevaluations.jobs(status="running"):
+            return False
+        return caught_up(self.reader, self.store)
+
+    def _start_jobs(self, events: Sequence[RecordedEvent]) -> list[Job]:
+        started = []
+        for event in events:
+            if event.type != CONTRACT_PUBLISHED or not event.stream_id.startswith("contract:"):
+                continue
+            name, version = event.payload.get("name"), event.payload.get("version")
+            try:
+                started.append(self.reevaluations.start(str(name), int(str(version))))
+            except (VersionNotFound, VersionConflict, ValueError) as exc:
+                log.info("no re-evaluation for %s@%s: %s", name, version, exc)
+        return started
+
+
+def caught_up(reader: LogReader[RecordedEvent], store: EventStore) -> bool:
+    """Whether ``reader`` has been handed everything there is to read right now."""
+    if isinstance(reader, DatabaseLogReader):
+        return reader.position >= store.head()
+    if isinstance(reader, KafkaRecordReader):
+        consumer = reader.consumer
+        assigned = consumer.assignment()
+        if not assigned:
+            return False
+        ends = consumer.end_offsets(list(assigned))
+        return all(consumer.position(tp) >= ends[tp] for tp in assigned)
+    return False

@@ -1,0 +1,76 @@
+"""The event store in memory: the port's second adapter, for unit tests of the cores.
+
+Same numbering, hashing and upcasting as the SQL adapter (``events.numbering``), kept
+in lists; ``conn`` arguments are accepted and ignored (there is no transaction to join).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from events.catalogue import upcast_event
+from events.chain import GENESIS_HASH
+from events.model import NewEvent, RecordedEvent
+from events.numbering import number_batch
+from events.store import Appended, Closer, EventStore
+from kernel.clock import utcnow
+
+
+class InMemoryEventStore(EventStore):
+    def __init__(self) -> None:
+        self.events: list[RecordedEvent] = []  # index = position - 1
+        self._by_id: dict[uuid.UUID, RecordedEvent] = {}
+        self._lock = threading.Lock()
+
+    def append(self, batch: Sequence[NewEvent], conn: Any = None) -> list[Appended]:
+        with self._lock:
+            heads: dict[str, int] = {}
+            for event in self.events:
+                heads[event.stream_id] = event.stream_seq
+            head_hash = self.events[-1].hash if self.events else GENESIS_HASH
+            results = number_batch(batch, self._by_id, len(self.events), head_hash, heads, utcnow())
+            for appended in results:
+                if appended.created:
+                    self.events.append(appended.event)
+                    self._by_id[appended.event.event_id] = appended.event
+            return results
+
+    def get(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        found = self._by_id.get(event_id)
+        return upcast_event(found) if found else None
+
+    def get_many(self, event_ids: Iterable[uuid.UUID | str], conn: Any = None) -> dict[str, RecordedEvent]:
+        found = (self._by_id.get(uuid.UUID(str(i))) for i in event_ids)
+        return {str(e.event_id): upcast_event(e) for e in found if e is not None}
+
+    def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+        matching = [e for e in self.events if e.stream_id == stream_id and e.stream_seq > after_seq]
+        return [upcast_event(e) for e in matching[:limit]]
+
+    def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False) -> list[RecordedEvent]:
+        page = self.events[after:after + limit]
+        return page if raw else [upcast_event(e) for e in page]
+
+    def read_windows(self, reads: dict[str, tuple[int, int]],
+                     episode_end: str) -> dict[str, list[RecordedEvent]]:
+        found: dict[str, list[RecordedEvent]] = {}
+        for stream, (first, stop) in reads.items():
+            events = [e for e in self.events if e.stream_id == stream]
+            start = max((e.stream_seq for e in events
+                         if e.stream_seq < first and e.type == episode_end), default=0)
+            window = [upcast_event(e) for e in events if start < e.stream_seq <= stop]
+            if window:
+                found[stream] = window
+        return found
+
+    def closers(self, types: Collection[str], after: int, upto: int, limit: int,
+                newest_first: bool = False) -> list[Closer]:
+        matching = [Closer(e.position, e.stream_id, e.stream_seq) for e in self.events
+                    if e.type in types and after < e.position <= upto]
+        return (matching[::-1] if newest_first else matching)[:limit]
+
+    def head(self) -> int:
+        return len(self.events)

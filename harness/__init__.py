@@ -1,0 +1,1 @@
+"""Harnesses: what produces experience and posts it through the ingest path like any client."""

@@ -1,0 +1,21 @@
+"""Canonical JSON: one byte sequence per JSON value, so digests are reproducible."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept (not \\u-escaped)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def canonical_sha256(value: Any) -> str:
+    """sha256 (64 lowercase hex digits) of the value's canonical JSON."""
+    return sha256_hex(canonical_json(value))

@@ -1,0 +1,115 @@
+"""Engine construction, the shared table metadata and the append-only guard.
+
+Tables are declared with SQLAlchemy Core next to the package that owns them
+(``events/tables.py``, ``contract/tables.py`` …) on the one ``metadata`` below, so
+Alembic and the tests see the whole schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import MetaData, create_engine, event
+from sqlalchemy.engine import Connection, Engine
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """Build an engine; on SQLite, serialise writers with BEGIN IMMEDIATE.
+
+    pysqlite opens transactions lazily and in DEFERRED mode, so two writers can both
+    read the log head and then race to insert the same position. Taking the write lock
+    at BEGIN makes position allocation on SQLite as serial as the advisory lock does on
+    PostgreSQL.
+    """
+    if url.startswith("sqlite"):
+        db_path = url.split("///", 1)[-1]
+        if db_path and db_path != ":memory:":
+            Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs)
+        _make_sqlite_transactions_immediate(engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 20)
+    return create_engine(url, **kwargs)
+
+
+def _make_sqlite_transactions_immediate(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # let us emit BEGIN ourselves
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def is_postgres(engine_or_conn: Any) -> bool:
+    return bool(engine_or_conn.dialect.name == "postgresql")
+
+
+# --- append-only guard -----------------------------------------------------------
+
+PG_REFUSE_FUNCTION = """
+CREATE OR REPLACE FUNCTION hcp_refuse_change() RETURNS trigger AS $$
+BEGIN
+    RAISE EXCEPTION 'table % is append-only: % is not allowed', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END;
+$$ LANGUAGE plpgsql;
+"""
+
+
+def append_only_ddl(table: str, dialect: str) -> list[str]:
+    """DDL that makes ``table`` refuse UPDATE, DELETE and TRUNCATE.
+
+    A correction is a new row, never an edit: this is the database's half of the
+    append-only invariant, so even a buggy release or a hand-typed query cannot rewrite
+    history without first dropping these triggers (which a superuser can, and which the
+    hash chain then exposes).
+    """
+    if dialect == "postgresql":
+        return [
+            PG_REFUSE_FUNCTION,
+            f"CREATE TRIGGER {table}_no_update_delete BEFORE UPDATE OR DELETE ON {table} "
+            f"FOR EACH ROW EXECUTE FUNCTION hcp_refuse_change()",
+            f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION hcp_refuse_change()",
+        ]
+    # SQLite has no TRUNCATE; its DELETE-without-WHERE shortcut is disabled by triggers.
+    return [
+        f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} BEGIN "
+        f"SELECT RAISE(ABORT, 'table {table} is append-only: UPDATE is not allowed'); END",
+        f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} BEGIN "
+        f"SELECT RAISE(ABORT, 'table {table} is append-only: DELETE is not allowed'); END",
+    ]
+
+
+@contextmanager
+def reading(engine: Engine, conn: Connection | None = None) -> Iterator[Connection]:
+    """``conn`` when the caller has a transaction open (its reads must see the same state,
+    and on SQLite a second connection would wait for the caller's write lock), else a
+    connection of its own."""
+    if conn is not None:
+        yield conn
+        return
+    with engine.connect() as own:
+        yield own

@@ -1,0 +1,56 @@
+"""What the append-only, positioned tables share: the writer lock, the head, bulk inserts.
+
+The event log and the reward records both hand out a gapless ``position`` in commit
+order, because followers tail them by position: a reader that saw 7 must never find a
+late-committing 6. The recipe is the same for both, so it lives here once:
+
+1. ``lock_writers`` takes a transaction-scoped advisory lock (PostgreSQL; one key per
+   table) held until commit, so the next writer reads the head only after our rows are
+   visible. On SQLite the engine's BEGIN IMMEDIATE already serialises writers.
+2. ``head`` reads the last position under that lock; the writer numbers its rows on.
+3. ``insert_rows`` writes them in one statement (COPY on psycopg).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from sqlalchemy import Column, Table, func, select, text
+from sqlalchemy.engine import Connection
+
+from kernel.db import is_postgres
+
+
+def lock_writers(conn: Connection, key: int) -> None:
+    """Serialise the writers of one table until this transaction ends (PostgreSQL)."""
+    if is_postgres(conn):
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+
+
+def head(conn: Connection, position: Column[Any]) -> int:
+    """The largest position stored so far (0 for an empty table)."""
+    return int(conn.execute(select(func.max(position))).scalar() or 0)
+
+
+def insert_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]],
+                json_columns: Collection[str] = ()) -> None:
+    """Insert ``rows`` (dicts keyed by column name) inside the caller's transaction.
+
+    On psycopg this is COPY: a third of the per-row cost of a multi-row INSERT through
+    SQLAlchemy, and it commits (or not) with everything else in the transaction.
+    """
+    if not rows:
+        return
+    if conn.dialect.driver != "psycopg":
+        conn.execute(table.insert(), list(rows))
+        return
+    from psycopg.types.json import Json
+
+    names = [column.name for column in table.columns]
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    statement = f"COPY {table.name} ({', '.join(names)}) FROM STDIN"
+    with raw.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row([Json(row[n]) if n in json_columns else row[n] for n in names])

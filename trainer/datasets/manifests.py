@@ -1,0 +1,138 @@
+"""Freezing dataset manifests and rebuilding their examples (the manifests table's owner).
+
+A manifest is frozen when a trigger fires (inside the firing's transaction) and rebuilt
+in the worker that trains on it; both read the same append-only rewards and events, so
+both produce the same bytes, and the worker refuses to train when the rebuilt content
+hash differs from the stored one. Rewards and events are read through their owners'
+ports (the reward store, the event store), never from their tables.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Engine
+
+from contract.subject import Subject
+from evaluators.model import RewardRecord
+from evaluators.rewards import RewardStore
+from events.store import EventStore
+from kernel.clock import utcnow
+from kernel.errors import Conflict, NotFound
+from trainer.datasets.manifest import (
+    EventView,
+    JudgedSubject,
+    Manifest,
+    RewardRow,
+    assemble,
+    manifest_hash,
+    select_rewards,
+)
+from trainer.datasets.tables import dataset_manifests
+
+
+class Manifests:
+    def __init__(self, engine: Engine, rewards: RewardStore, store: EventStore) -> None:
+        self.engine, self.rewards, self.store = engine, rewards, store
+
+    def freeze_in(self, conn: Connection, specialist: str, contract: str | None,
+                  cut_from: int, cut_to: int) -> tuple[str, Manifest]:
+        """The manifest of the eligible rewards in (cut_from, cut_to], stored once by
+        content hash inside ``conn``'s transaction.
+
+        Raises:
+            Conflict: no reward in the range yields a training example.
+        """
+        rewards = select_rewards(
+            _row(r) for r in self.rewards.eligible(specialist, contract, cut_from, cut_to, conn))
+        manifest = assemble(specialist, cut_from, cut_to, rewards, self._events(rewards, conn))
+        if not manifest.examples:
+            raise Conflict(f"no eligible reward of '{specialist}' in positions "
+                           f"({cut_from}, {cut_to}] yields a training example")
+        digest = manifest.content_hash
+        existing = conn.execute(select(dataset_manifests.c.manifest_id)
+                                .where(dataset_manifests.c.content_hash == digest)).scalar()
+        if existing is not None:
+            return str(existing), manifest
+        manifest_id = str(uuid.uuid4())
+        conn.execute(dataset_manifests.insert().values(
+            manifest_id=manifest_id, specialist=specialist, content_hash=digest,
+            reward_ids=list(manifest.reward_ids), subject_event_ids=manifest.subject_event_ids,
+            contract_versions=list(manifest.contract_versions), split=manifest.split,
+            cut_from=cut_from, cut_to=cut_to, example_count=len(manifest.examples),
+            examples_sha256=manifest.examples_sha256, created_at=utcnow()))
+        return manifest_id, manifest
+
+    def row(self, manifest_id: str, conn: Connection | None = None) -> Any:
+        """The stored manifest row (reward ids, cut, split counts, hashes)."""
+        if conn is None:
+            with self.engine.connect() as own:
+                return self.row(manifest_id, own)
+        row = conn.execute(select(dataset_manifests)
+                           .where(dataset_manifests.c.manifest_id == manifest_id)).first()
+        if row is None:
+            raise NotFound(f"no dataset manifest '{manifest_id}'")
+        return row
+
+    def cut_to(self, manifest_id: str, conn: Connection | None = None) -> int:
+        return int(self.row(manifest_id, conn).cut_to)
+
+    def stored_hash_ok(self, manifest_id: str) -> bool:
+        """Whether the stored content still hashes to the stored content hash."""
+        row = self.row(manifest_id)
+        return manifest_hash(stored_content(row)) == row.content_hash
+
+    def rebuild(self, manifest_id: str) -> Manifest:
+        """The examples of a stored manifest, rebuilt from its reward and event ids.
+
+        Raises:
+            Conflict: the rebuilt manifest does not hash to the stored one.
+        """
+        row = self.row(manifest_id)
+        rewards = [_row(r) for r in self.rewards.by_ids(row.reward_ids)]
+        manifest = assemble(row.specialist, row.cut_from, row.cut_to, rewards, self._events(rewards))
+        if manifest.content_hash != row.content_hash:
+            raise Conflict(f"manifest {manifest_id} no longer rebuilds to its content hash "
+                           f"{row.content_hash[:12]}… (got {manifest.content_hash[:12]}…)")
+        return manifest
+
+    def judged_subjects(self, reward_ids: Sequence[str]) -> dict[str, JudgedSubject]:
+        """Each reward's subject as the evaluator saw it (full events, upcast), by reward id."""
+        rewards = self.rewards.by_ids(reward_ids)
+        found = self.store.get_many(e for r in rewards for e in r.event_ids)
+        judged: dict[str, JudgedSubject] = {}
+        for reward in rewards:
+            events = sorted((found[e] for e in reward.event_ids if e in found),
+                            key=lambda e: e.stream_seq)
+            subject = Subject(reward.subject_id, reward.subject_kind, reward.stream_id, tuple(events))
+            judged[str(reward.reward_id)] = JudgedSubject(
+                str(reward.reward_id), subject, reward.contract_name, reward.contract_version,
+                reward.contract_hash)
+        return judged
+
+    def _events(self, rewards: Iterable[RewardRow],
+                conn: Connection | None = None) -> dict[str, EventView]:
+        found = self.store.get_many((e for r in rewards for e in r.event_ids), conn)
+        return {event_id: EventView(event_id, e.position, e.type, e.payload)
+                for event_id, e in found.items()}
+
+
+def stored_content(row: Any) -> dict[str, Any]:
+    """A stored manifest's hashed content, exactly as ``Manifest.content`` built it."""
+    return {"specialist": row.specialist, "cut_from": row.cut_from, "cut_to": row.cut_to,
+            "reward_ids": row.reward_ids, "subject_event_ids": row.subject_event_ids,
+            "contract_versions": row.contract_versions, "split": row.split,
+            "examples_sha256": row.examples_sha256}
+
+
+def _row(record: RewardRecord) -> RewardRow:
+    return RewardRow(
+        reward_id=str(record.reward_id), position=record.position or 0,
+        subject_id=record.subject_id, event_ids=tuple(record.event_ids),
+        contract_name=record.contract_name, contract_version=record.contract_version,
+        contract_hash=record.contract_hash, score=record.score,
+        components=dict(record.components), split=record.split,
+    )

@@ -1,0 +1,101 @@
+"""The promotion decision under a specialist's gate policy. Pure (no torch).
+
+``judge`` is the offline metric's rule: the successor's held-out log-likelihood margin
+must beat the parent's by more than the policy's margin (a tie never promotes: a
+successor must be measurably better, not merely no worse), both must be measured on the
+same held-out set, and each gated criterion's margin may drop at most its tolerance.
+``judge_rollouts`` is the same decision for the rollout metric (mean contract reward of
+generated answers). A contract names a tolerance per criterion (``"*"`` for the rest; a
+criterion it does not name is not gated). A criterion the parent could not be measured
+on (no pair of different scores in the held-out set) cannot regress and says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from trainer.gate.policy import GatePolicy
+from trainer.gate.rollout import RolloutMetrics
+from trainer.ml.metrics import GateMetrics
+
+
+def judge(successor: GateMetrics, parent: GateMetrics, policy: GatePolicy) -> dict[str, Any]:
+    """{"promote", "reason", "comparison"}: promote iff the margin rule and every gated
+    criterion pass."""
+    failures: list[str] = []
+    if successor.heldout_sha256 != parent.heldout_sha256:
+        failures.append("successor and parent were measured on different held-out sets")
+    delta = successor.heldout_margin - parent.heldout_margin
+    margin_ok = math.isfinite(delta) and delta > policy.margin
+    if not margin_ok:
+        failures.append(f"held-out margin {successor.heldout_margin:.4f} is not more than "
+                        f"{policy.margin} above the parent's {parent.heldout_margin:.4f}")
+    criteria, criterion_failures = _criteria(successor.per_criterion, parent.per_criterion, policy)
+    comparison = {
+        "heldout_margin": {"successor": _finite(successor.heldout_margin),
+                           "parent": _finite(parent.heldout_margin), "delta": _finite(delta),
+                           "required": policy.margin, "ok": margin_ok},
+        "n_pairs": successor.n_pairs, "pairing": successor.pairing,
+        "criteria": criteria, "tolerances": dict(policy.regression_tolerance),
+    }
+    failures += criterion_failures
+    if failures:
+        return {"promote": False, "reason": "; ".join(failures), "comparison": comparison}
+    return {"promote": True, "comparison": comparison,
+            "reason": f"held-out margin {successor.heldout_margin:.4f} vs parent "
+                      f"{parent.heldout_margin:.4f} (+{delta:.4f} > {policy.margin}); "
+                      "no gated criterion regressed"}
+
+
+def judge_rollouts(successor: RolloutMetrics, parent: RolloutMetrics,
+                   policy: GatePolicy) -> dict[str, Any]:
+    """{"promote", "reason", "comparison"} on the rollout reward (errors score 0)."""
+    delta = successor.mean_reward - parent.mean_reward
+    margin_ok = successor.n == parent.n > 0 and delta > policy.margin
+    failures = [] if margin_ok else [
+        f"rollout reward {successor.mean_reward:.4f} is not more than {policy.margin} above "
+        f"the parent's {parent.mean_reward:.4f}"]
+    criteria, criterion_failures = _criteria(successor.per_criterion, parent.per_criterion, policy)
+    comparison = {
+        "rollout_reward": {"successor": successor.mean_reward, "parent": parent.mean_reward,
+                           "delta": delta, "required": policy.margin, "ok": margin_ok},
+        "n_rollouts": successor.n, "errors": {"successor": successor.errors, "parent": parent.errors},
+        "criteria": criteria, "tolerances": dict(policy.regression_tolerance),
+    }
+    failures += criterion_failures
+    if failures:
+        return {"promote": False, "reason": "; ".join(failures), "comparison": comparison}
+    return {"promote": True, "comparison": comparison,
+            "reason": f"rollout reward {successor.mean_reward:.4f} vs parent {parent.mean_reward:.4f} "
+                      f"(+{delta:.4f} > {policy.margin}) over {successor.n} held-out prompts; "
+                      "no gated criterion regressed"}
+
+
+def _criteria(successor: dict[str, float], parent: dict[str, float],
+              policy: GatePolicy) -> tuple[dict[str, Any], list[str]]:
+    rows: dict[str, Any] = {}
+    failures: list[str] = []
+    for name in sorted(parent):
+        row, failure = _criterion(name, successor.get(name), parent[name], policy.tolerance_for(name))
+        rows[name] = row
+        failures += [failure] if failure else []
+    return rows, failures
+
+
+def _criterion(name: str, successor: float | None, parent: float,
+               tolerance: float | None) -> tuple[dict[str, Any], str | None]:
+    row: dict[str, Any] = {"successor": _finite(successor), "parent": _finite(parent),
+                           "tolerance": tolerance, "gated": tolerance is not None}
+    if tolerance is None or not math.isfinite(parent):
+        row["ok"] = True
+        row["note"] = "not gated" if tolerance is None else "parent not measurable on this set"
+        return row, None
+    ok = successor is not None and math.isfinite(successor) and successor >= parent - tolerance
+    row["ok"] = ok
+    failure = None if ok else f"criterion {name!r} regressed: {successor} < {parent} - {tolerance}"
+    return row, failure
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None

@@ -1,0 +1,137 @@
+"""The gate of a training run: its successor against its parent on the held-out split.
+
+The parent is the parent adapter, or the bare base model for a root version. The policy's
+``metric`` says what is compared:
+
+- ``offline`` (the default): ``ml.metrics.heldout_metric`` of both models on the held-out
+  rewarded examples (the reward-weighted log-likelihood margin, and one margin per
+  criterion), judged by ``decision.judge``.
+- ``rollout``: both models answer the prompts of the latest ``rollout_prompts`` held-out
+  subjects (greedy, with the registered ``rollout_harness``), the contract version that
+  scored each subject judges it again with the answer in its place (``gate.rollout``),
+  and ``decision.judge_rollouts`` compares the mean rewards and the criteria's means. The
+  offline metric is measured too and recorded beside it, not gated.
+
+The returned record goes into ``metrics.gate`` whether the successor passes or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from contract.document import ContractInvalid
+from contract.evaluate import CompiledContract, compile_contract
+from contract.versions import ContractVersions, VersionNotFound
+from kernel.errors import Invalid
+from trainer.datasets.manifest import ManifestExample
+from trainer.datasets.manifests import Manifests
+from trainer.gate import rollout
+from trainer.gate.decision import judge, judge_rollouts
+from trainer.gate.policy import GatePolicy
+from trainer.ml.metrics import GateMetrics
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    base_dir: str | Path
+    successor_dir: Path
+    parent_dir: Path | None  # None: the bare base model
+    held_out: list[ManifestExample]
+    max_len: int
+    device: str | None
+    cases: list[rollout.RolloutCase]  # from ``Gate.prepare``; empty for the offline metric
+
+
+class Gate:
+    """Successor against parent, under a run's gate policy."""
+
+    def __init__(self, manifests: Manifests, contracts: ContractVersions) -> None:
+        self.manifests, self.contracts = manifests, contracts
+
+    def prepare(self, held_out: Sequence[ManifestExample],
+                policy: GatePolicy) -> list[rollout.RolloutCase]:
+        """What the rollout gate will judge, loaded before training so that a missing
+        harness, subject or contract fails the run before its training time is spent."""
+        if policy.metric != "rollout" or not held_out:
+            return []
+        rollout.require_harness(policy.rollout_harness)
+        return self.rollout_cases(rollout.latest(held_out, policy.rollout_prompts))
+
+    def judge(self, inputs: GateInputs, policy: GatePolicy) -> dict[str, Any]:
+        """{"promote", "reason", "comparison", "metric", ...}: the decision and what it saw."""
+        from trainer.ml.metrics import heldout_metric
+
+        held_out = inputs.held_out
+        if not held_out:
+            return {"promote": False, "reason": "no held-out examples to compare on",
+                    "comparison": {}, "metric": policy.metric}
+        examples = [ex.training_example() for ex in held_out]
+        names = set.intersection(*(set(ex.components) for ex in held_out))
+        criteria = {n: [ex.components[n] for ex in held_out] for n in sorted(names)}
+        successor, parent = (heldout_metric(inputs.base_dir, adapter, examples, criteria=criteria,
+                                            max_len=inputs.max_len, device=inputs.device)
+                             for adapter in (inputs.successor_dir, inputs.parent_dir))
+        record = {"metric": policy.metric, "parent_is_base": inputs.parent_dir is None,
+                  "held_out": len(held_out)}
+        if policy.metric == "offline":
+            return {**judge(successor, parent, policy), **record,
+                    "successor": successor.to_dict(), "parent": parent.to_dict()}
+        return {**_rollout_gate(inputs, policy, successor, parent), **record}
+
+    def rollout_cases(self, examples: Sequence[ManifestExample]) -> list[rollout.RolloutCase]:
+        """The examples' prompts with their stored subjects and the contracts that scored them.
+
+        Raises:
+            Invalid: a subject or a contract version is missing, or the version's hash is
+                not the one the reward was made with.
+        """
+        subjects = self.manifests.judged_subjects([ex.reward_id for ex in examples])
+        compiled: dict[tuple[str, int, str], CompiledContract] = {}
+        cases = []
+        for ex in examples:
+            judged = subjects.get(ex.reward_id)
+            if judged is None or not judged.subject.events:
+                raise Invalid(f"rollout gate: the subject of reward {ex.reward_id} is gone")
+            key = (judged.contract_name, judged.contract_version, judged.contract_hash)
+            if key not in compiled:
+                compiled[key] = self._contract(*key)
+            cases.append(rollout.RolloutCase(ex.prompt, judged.subject, compiled[key]))
+        return cases
+
+    def _contract(self, name: str, version: int, digest: str) -> CompiledContract:
+        try:
+            stored = self.contracts.get(name, version)
+            if stored.content_hash != digest:
+                raise Invalid(f"rollout gate: {name}@{version} hashes to {stored.content_hash[:12]}…, "
+                              f"not {digest[:12]}… as when its rewards were made")
+            return compile_contract(stored.parsed())
+        except (VersionNotFound, ContractInvalid) as exc:
+            raise Invalid(f"rollout gate: contract {name}@{version} cannot judge answers: {exc}") from exc
+
+
+def _rollout_gate(inputs: GateInputs, policy: GatePolicy, successor: GateMetrics,
+                  parent: GateMetrics) -> dict[str, Any]:
+    ours, theirs = (_rollouts(inputs, adapter, policy)
+                    for adapter in (inputs.successor_dir, inputs.parent_dir))
+    logged = [ex.reward for ex in rollout.latest(inputs.held_out, policy.rollout_prompts)]
+    return {
+        **judge_rollouts(ours, theirs, policy),
+        "successor": replace(successor, rollout_reward=ours.mean_reward, n_rollouts=ours.n).to_dict(),
+        "parent": replace(parent, rollout_reward=theirs.mean_reward, n_rollouts=theirs.n).to_dict(),
+        "rollouts": {"successor": ours.to_dict(), "parent": theirs.to_dict(),
+                     "harness": policy.rollout_harness,
+                     "max_new_tokens": policy.rollout_max_new_tokens,
+                     # what the logged answers were rewarded, for scale
+                     "logged_mean_reward": sum(logged) / len(logged)},
+        "offline": judge(successor, parent, policy),  # recorded, not gated
+    }
+
+
+def _rollouts(inputs: GateInputs, adapter: Path | None,
+              policy: GatePolicy) -> rollout.RolloutMetrics:
+    target = rollout.RolloutTarget(inputs.base_dir, adapter, policy.rollout_max_new_tokens,
+                                   max_prompt_tokens=inputs.max_len, device=inputs.device)
+    return rollout.measure(rollout.make_harness(policy.rollout_harness, target), inputs.cases)

@@ -1,0 +1,155 @@
+"""Rollouts for the gate: harnesses that answer held-out prompts, and the contract's verdict
+on their answers. Pure: the harness a factory builds does the torch work when called.
+
+Harnesses are registered by name (``register_harness``); a gate policy names the one it
+uses (``rollout_harness``, default ``"text"``: greedy generation with base + adapter).
+
+A held-out subject is judged again with a generated answer in place of the logged one:
+its events are kept, the text of its LAST ``turn.assistant`` is replaced, and the
+contract version that made its reward evaluates it (``build_input`` +
+``evaluate_subject``). Everything else in the subject (tool calls, feedback, the outcome)
+is what happened to the logged answer, so a criterion that reads only those gives every
+model the same value: only criteria that read the answer's text can tell models apart.
+An evaluation without a score (an expression error, or the contract no longer applies
+to the changed subject) scores 0 and is counted in ``errors``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from contract.evaluate import CompiledContract, Evaluation, evaluate_subject
+from contract.inputs import build_input
+from contract.subject import Subject
+from contract.vocabulary import TURN_ASSISTANT
+from kernel.errors import Invalid
+from trainer.datasets.manifest import ManifestExample
+from trainer.ml.metrics import RolloutHarness
+
+ERROR_SAMPLES = 5  # distinct error messages kept in the gate record
+
+
+@dataclass(frozen=True)
+class RolloutTarget:
+    """The model a harness answers with."""
+
+    base_dir: str | Path
+    adapter_dir: Path | None  # None: the bare base model (the parent of a root version)
+    max_new_tokens: int
+    max_prompt_tokens: int | None = None  # keep the end of longer prompts
+    device: str | None = None
+
+
+HarnessFactory = Callable[[RolloutTarget], RolloutHarness]
+_HARNESSES: dict[str, HarnessFactory] = {}
+
+
+def register_harness(name: str, factory: HarnessFactory) -> None:
+    """Make ``factory`` available to gate policies as ``rollout_harness = name``."""
+    _HARNESSES[name] = factory
+
+
+def harness_names() -> list[str]:
+    return sorted(_HARNESSES)
+
+
+def require_harness(name: str) -> HarnessFactory:
+    """Raises:
+        Invalid: no harness is registered under ``name``.
+    """
+    factory = _HARNESSES.get(name)
+    if factory is None:
+        raise Invalid(f"no rollout harness '{name}' (registered: {', '.join(harness_names())})")
+    return factory
+
+
+def make_harness(name: str, target: RolloutTarget) -> RolloutHarness:
+    return require_harness(name)(target)
+
+
+def _text_harness(target: RolloutTarget) -> RolloutHarness:
+    from trainer.ml.metrics import TextRolloutHarness
+
+    return TextRolloutHarness(target.base_dir, target.adapter_dir, target.max_new_tokens,
+                              target.device, max_prompt_tokens=target.max_prompt_tokens)
+
+
+register_harness("text", _text_harness)
+
+
+@dataclass(frozen=True)
+class RolloutCase:
+    """One held-out prompt to answer and how to judge the answer."""
+
+    prompt: str
+    subject: Subject
+    contract: CompiledContract
+
+
+def latest(held_out: Sequence[ManifestExample], limit: int) -> list[ManifestExample]:
+    """The last ``limit`` held-out examples in manifest (reward position) order: the
+    most recent traffic, the same every time the manifest is rebuilt."""
+    return list(held_out[-limit:]) if limit > 0 else []
+
+
+def with_response(subject: Subject, response: str) -> Subject:
+    """``subject`` with the text of its last assistant turn replaced by ``response``."""
+    index = max((i for i, e in enumerate(subject.events) if e.type == TURN_ASSISTANT), default=None)
+    if index is None:
+        raise ValueError(f"subject {subject.id} has no assistant turn to replace")
+    event = subject.events[index]
+    changed = replace(event, payload={**event.payload, "text": response})
+    return replace(subject, events=(*subject.events[:index], changed, *subject.events[index + 1:]))
+
+
+def judge_response(case: RolloutCase, response: str) -> Evaluation:
+    subject = with_response(case.subject, response)
+    return evaluate_subject(case.contract, build_input(subject, case.contract.document.harness))
+
+
+@dataclass(frozen=True)
+class RolloutMetrics:
+    mean_reward: float  # an answer without a score counts as 0
+    n: int
+    errors: int  # answers the contract gave no score
+    per_criterion: dict[str, float]  # mean of each criterion every case's contract has
+    error_samples: tuple[str, ...]
+    responses_sha256: str  # which answers, in case order: equal digests, equal answers
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def measure(harness: RolloutHarness, cases: Sequence[RolloutCase]) -> RolloutMetrics:
+    """Each case's answer from ``harness``, judged by its contract, summarised."""
+    if not cases:
+        raise ValueError("no rollout cases")
+    # Greedy decoding answers a prompt the same way every time: generate once per prompt.
+    prompts = list(dict.fromkeys(case.prompt for case in cases))
+    answers = dict(zip(prompts, harness.generate(prompts), strict=True))
+    responses = [answers[case.prompt] for case in cases]
+    evaluations = [judge_response(c, r) for c, r in zip(cases, responses, strict=True)]
+    names = set.intersection(*(set(case.contract.criteria) for case in cases))
+    digest = hashlib.sha256("\x00".join(responses).encode()).hexdigest()
+    return RolloutMetrics(
+        mean_reward=sum(e.score or 0.0 for e in evaluations) / len(evaluations),
+        n=len(evaluations),
+        errors=sum(e.score is None for e in evaluations),
+        per_criterion={name: sum(e.components.get(name, 0.0) for e in evaluations) / len(evaluations)
+                       for name in sorted(names)},
+        error_samples=_error_samples(evaluations),
+        responses_sha256=digest,
+    )
+
+
+def _error_samples(evaluations: Sequence[Evaluation]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for evaluation in (e for e in evaluations if e.score is None):
+        messages = [f"{err.item}: {err.message}" for err in evaluation.errors]
+        for message in messages or ["the contract does not apply to the subject with this answer"]:
+            seen.setdefault(message, None)
+    return tuple(seen)[:ERROR_SAMPLES]

@@ -1,0 +1,138 @@
+"""Aliases (production, staging, any name) per specialist, moved only by events.
+
+An alias has no row of its own: it is the latest of its ``alias_moves`` (append-only,
+keyed by the position of the ``alias.moved`` event). "What did production point to at
+T" is the latest move at or before T; a rollback is one more move, back to the target
+the latest move replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection, Engine
+
+from events.store import EventStore
+from kernel.clock import utc
+from kernel.errors import Conflict, Invalid, NotFound
+from trainer.journal import lock_registry, record, specialist_stream
+from trainer.registry.model import AliasMove
+from trainer.registry.tables import adapter_versions, alias_moves, specialists
+
+ALIAS_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,99}")
+_UNSET: Any = object()
+
+
+def _move(row: Any) -> AliasMove:
+    return AliasMove(position=row.position, specialist=row.specialist, alias=row.alias,
+                     adapter_id=row.adapter_id, previous_adapter_id=row.previous_adapter_id,
+                     actor=row.actor, reason=row.reason, moved_at=utc(row.moved_at))
+
+
+def latest_move(conn: Connection, specialist: str, alias: str,
+                at: datetime | None = None) -> AliasMove | None:
+    query = select(alias_moves).where(alias_moves.c.specialist == specialist,
+                                      alias_moves.c.alias == alias)
+    if at is not None:
+        # Stored as UTC wall time (SQLite keeps no offset), so compare in UTC.
+        query = query.where(alias_moves.c.moved_at <= utc(at).astimezone(UTC))
+    row = conn.execute(query.order_by(alias_moves.c.position.desc()).limit(1)).first()
+    return _move(row) if row else None
+
+
+def move_in(
+    conn: Connection, store: EventStore, specialist: str, alias: str, adapter_id: str | None,
+    actor: str, reason: str, expected_current: str | None = _UNSET,
+) -> AliasMove:
+    """Move ``alias`` inside an open transaction (the caller holds the registry lock).
+
+    Raises:
+        Invalid: a malformed alias name or an adapter of another specialist.
+        NotFound: no such adapter.
+        Conflict: ``expected_current`` differs from the current target, or no change.
+    """
+    if not ALIAS_NAME.fullmatch(alias):
+        raise Invalid(f"alias '{alias}' must match {ALIAS_NAME.pattern}")
+    if adapter_id is not None:
+        owner = conn.execute(select(adapter_versions.c.specialist)
+                             .where(adapter_versions.c.adapter_id == adapter_id)).scalar()
+        if owner is None:
+            raise NotFound(f"no adapter version '{adapter_id}'")
+        if owner != specialist:
+            raise Invalid(f"adapter '{adapter_id}' belongs to '{owner}', not '{specialist}'")
+    current = latest_move(conn, specialist, alias)
+    current_id = current.adapter_id if current else None
+    if expected_current is not _UNSET and expected_current != current_id:
+        raise Conflict(f"{specialist}/{alias} points to {current_id}, not {expected_current}")
+    if current_id == adapter_id:
+        raise Conflict(f"{specialist}/{alias} already points to {adapter_id}")
+    event = record(store, conn, specialist_stream(specialist), "alias.moved", {
+        "specialist": specialist, "alias": alias, "adapter_id": adapter_id,
+        "previous_adapter_id": current_id, "reason": reason,
+    }, actor, specialist=specialist, adapter_version=adapter_id)
+    move = AliasMove(position=event.position, specialist=specialist, alias=alias,
+                     adapter_id=adapter_id, previous_adapter_id=current_id, actor=actor,
+                     reason=reason, moved_at=utc(event.recorded_at))
+    conn.execute(alias_moves.insert().values(**asdict(move)))
+    return move
+
+
+class Aliases:
+    def __init__(self, engine: Engine, store: EventStore) -> None:
+        self.engine, self.store = engine, store
+
+    def move(self, specialist: str, alias: str, adapter_id: str | None, actor: str,
+             reason: str, expected_current: str | None = _UNSET) -> AliasMove:
+        """Point ``alias`` at ``adapter_id`` (None removes it); one event, one row."""
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            self._require_specialist(conn, specialist)
+            return move_in(conn, self.store, specialist, alias, adapter_id, actor, reason,
+                           expected_current)
+
+    def rollback(self, specialist: str, alias: str, actor: str, reason: str) -> AliasMove:
+        """Move ``alias`` back to the target its latest move replaced."""
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            current = latest_move(conn, specialist, alias)
+            if current is None or current.previous_adapter_id is None:
+                raise Conflict(f"{specialist}/{alias} has no earlier target to roll back to")
+            return move_in(conn, self.store, specialist, alias, current.previous_adapter_id,
+                           actor, reason or f"rollback from {current.adapter_id}")
+
+    def at(self, specialist: str, alias: str, at: datetime | None = None) -> AliasMove | None:
+        """The move in effect at ``at`` (now when None); None if the alias was unset then."""
+        with self.engine.connect() as conn:
+            self._require_specialist(conn, specialist)
+            return latest_move(conn, specialist, alias, at)
+
+    def history(self, specialist: str, alias: str | None = None, limit: int = 100) -> list[AliasMove]:
+        """Moves newest first, of one alias or of all the specialist's aliases."""
+        query = select(alias_moves).where(alias_moves.c.specialist == specialist)
+        if alias is not None:
+            query = query.where(alias_moves.c.alias == alias)
+        with self.engine.connect() as conn:
+            self._require_specialist(conn, specialist)
+            rows = conn.execute(query.order_by(alias_moves.c.position.desc()).limit(limit))
+            return [_move(r) for r in rows]
+
+    def current(self, specialist: str) -> dict[str, AliasMove]:
+        """Every alias of the specialist that points somewhere now."""
+        latest = (select(alias_moves.c.alias, func.max(alias_moves.c.position).label("p"))
+                  .where(alias_moves.c.specialist == specialist)
+                  .group_by(alias_moves.c.alias).subquery())
+        query = select(alias_moves).join(latest, alias_moves.c.position == latest.c.p)
+        with self.engine.connect() as conn:
+            self._require_specialist(conn, specialist)
+            moves = [_move(r) for r in conn.execute(query)]
+        return {m.alias: m for m in sorted(moves, key=lambda m: m.alias) if m.adapter_id}
+
+    @staticmethod
+    def _require_specialist(conn: Connection, name: str) -> None:
+        found = conn.execute(select(specialists.c.name).where(specialists.c.name == name)).first()
+        if found is None:
+            raise NotFound(f"no specialist '{name}'")

@@ -1,0 +1,276 @@
+"""The adapter registry: base models, specialists, adapter versions and their status.
+
+Every change is an event (``base_model.*``, ``specialist.*``, ``adapter.*``) appended in
+the same transaction as its append-only row. An adapter version is registered only by
+a successful training run (``register_in``, called inside the run's final transaction);
+its status afterwards changes by new ``adapter_status_changes`` rows, the latest of which
+is the effective status.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection, Engine
+
+from events.store import EventStore
+from kernel.clock import utc
+from kernel.errors import Conflict, Invalid, NotFound
+from trainer.journal import lock_registry, record, specialist_stream
+from trainer.ml.digest import weights_sha256
+from trainer.registry.aliases import latest_move, move_in
+from trainer.registry.model import (
+    CANDIDATE,
+    PROMOTED,
+    REJECTED,
+    AdapterStatus,
+    AdapterVersion,
+    BaseModelEntry,
+    ContractRef,
+    NewAdapter,
+    Specialist,
+    adapter_id_of,
+)
+from trainer.registry.tables import (
+    adapter_contract_versions,
+    adapter_status_changes,
+    adapter_versions,
+    base_models,
+    specialists,
+)
+
+# The contract store's answer to "what is the content hash of NAME@VERSION": the
+# registry links adapters to contract versions but does not read the contract tables.
+ContractHashes = Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], str]]
+
+NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,99}")
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not NAME.fullmatch(name):
+        raise Invalid(f"{kind} name '{name}' must match {NAME.pattern}")
+
+
+class Registry:
+    def __init__(self, engine: Engine, store: EventStore, contract_hashes: ContractHashes) -> None:
+        self.engine, self.store, self.contract_hashes = engine, store, contract_hashes
+
+    # --- base models -------------------------------------------------------------
+
+    def register_base_model(self, name: str, path: str | Path, actor: str) -> BaseModelEntry:
+        """Record a local model directory by its weight hash; the same again is a no-op.
+
+        Raises:
+            Invalid: no weight files or no config.json under ``path``.
+            Conflict: ``name`` is taken by other weights.
+        """
+        _check_name("base model", name)
+        root = Path(path).resolve()
+        try:
+            digest = weights_sha256(root)
+            config = json.loads((root / "config.json").read_text())
+        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as exc:
+            raise Invalid(f"{root} is not a model directory: {exc}") from None
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            existing = conn.execute(select(base_models).where(base_models.c.name == name)).first()
+            if existing is not None:
+                if existing.weights_sha256 != digest:
+                    raise Conflict(f"base model '{name}' is registered with other weights "
+                                   f"({existing.weights_sha256[:12]}…); choose another name")
+                return _base(existing)
+            event = record(self.store, conn, f"base_model:{name}", "base_model.registered", {
+                "name": name, "path": str(root), "weights_sha256": digest, "config": config,
+            }, actor)
+            values = {"name": name, "path": str(root), "weights_sha256": digest,
+                      "config": config, "registered_by": actor,
+                      "registered_at": event.recorded_at, "event_position": event.position}
+            conn.execute(base_models.insert().values(**values))
+        return self.base_model(name)
+
+    def base_model(self, name: str) -> BaseModelEntry:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(base_models).where(base_models.c.name == name)).first()
+        if row is None:
+            raise NotFound(f"no base model '{name}'")
+        return _base(row)
+
+    def base_models(self) -> list[BaseModelEntry]:
+        with self.engine.connect() as conn:
+            return [_base(r) for r in conn.execute(select(base_models).order_by(base_models.c.name))]
+
+    # --- specialists -------------------------------------------------------------
+
+    def create_specialist(self, name: str, description: str, actor: str) -> Specialist:
+        _check_name("specialist", name)
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            if conn.execute(select(specialists).where(specialists.c.name == name)).first():
+                raise Conflict(f"specialist '{name}' exists")
+            event = record(self.store, conn, specialist_stream(name), "specialist.created",
+                           {"name": name, "description": description}, actor, specialist=name)
+            conn.execute(specialists.insert().values(
+                name=name, description=description, created_by=actor,
+                created_at=event.recorded_at))
+        return self.specialist(name)
+
+    def specialist(self, name: str) -> Specialist:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(specialists).where(specialists.c.name == name)).first()
+        if row is None:
+            raise NotFound(f"no specialist '{name}'")
+        return _specialist(row)
+
+    def specialists(self) -> list[Specialist]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(specialists).order_by(specialists.c.created_at,
+                                                             specialists.c.name))
+            return [_specialist(r) for r in rows]
+
+    # --- adapter versions --------------------------------------------------------
+
+    def adapter(self, adapter_id: str) -> AdapterVersion:
+        with self.engine.connect() as conn:
+            found = adapter_in(conn, adapter_id)
+        return self._with_hashes([found])[0]  # after closing: SQLite lets one connection in
+
+    def adapters(self, specialist: str | None = None, limit: int = 100) -> list[AdapterVersion]:
+        query = select(adapter_versions.c.adapter_id)
+        if specialist is not None:
+            query = query.where(adapter_versions.c.specialist == specialist)
+        query = query.order_by(adapter_versions.c.specialist, adapter_versions.c.version.desc())
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(query.limit(limit)).scalars())
+            found = [adapter_in(conn, i) for i in ids]
+        return self._with_hashes(found)
+
+    def _with_hashes(self, adapters: list[AdapterVersion]) -> list[AdapterVersion]:
+        hashes = self.contract_hashes({(c.name, c.version) for a in adapters
+                                       for c in a.contract_versions})
+        return [replace(a, contract_versions=[
+            replace(c, content_hash=hashes.get((c.name, c.version))) for c in a.contract_versions])
+            for a in adapters]
+
+    def set_status(self, adapter_id: str, status: AdapterStatus, actor: str, reason: str,
+                   alias: str | None = None) -> AdapterVersion:
+        """Promote (optionally moving ``alias`` to it) or reject; always a manual decision."""
+        if status not in (PROMOTED, REJECTED, CANDIDATE):
+            raise Invalid(f"status must be {PROMOTED}, {REJECTED} or {CANDIDATE}")
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            adapter = adapter_in(conn, adapter_id)
+            changed = adapter.status != status
+            if changed:
+                change_status_in(conn, self.store, adapter, status, actor, reason)
+            if alias is not None and status == PROMOTED:
+                current = latest_move(conn, adapter.specialist, alias)
+                if current is None or current.adapter_id != adapter_id:
+                    move_in(conn, self.store, adapter.specialist, alias, adapter_id, actor,
+                            reason or f"promote {adapter_id}")
+                    changed = True
+            if not changed:
+                raise Conflict(f"{adapter_id} is already {status}")
+        return self.adapter(adapter_id)
+
+
+def change_status_in(conn: Connection, store: EventStore, adapter: AdapterVersion, status: str,
+                     actor: str, reason: str) -> None:
+    event = record(store, conn, specialist_stream(adapter.specialist), "adapter.status_changed", {
+        "adapter_id": adapter.adapter_id, "status": status, "previous_status": adapter.status,
+        "reason": reason,
+    }, actor, specialist=adapter.specialist, adapter_version=adapter.adapter_id)
+    conn.execute(adapter_status_changes.insert().values(
+        position=event.position, adapter_id=adapter.adapter_id, status=status, actor=actor,
+        reason=reason, changed_at=event.recorded_at))
+
+
+def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str) -> AdapterVersion:
+    """Register the version a run produced, inside the run's final transaction.
+
+    The caller holds the registry lock, so max+1 is the next free version.
+    """
+    version = 1 + int(conn.execute(select(func.coalesce(func.max(adapter_versions.c.version), 0))
+                                   .where(adapter_versions.c.specialist == new.specialist))
+                      .scalar() or 0)
+    adapter_id = adapter_id_of(new.specialist, version)
+    refs = [{"name": name, "version": number} for name, number in new.contract_versions]
+    event = record(store, conn, specialist_stream(new.specialist), "adapter.registered", {
+        "adapter_id": adapter_id, "version": version, "parent_adapter_id": new.parent_adapter_id,
+        "base_model": new.base_model, "training_run_id": new.training_run_id,
+        "manifest_id": new.manifest_id, "contract_versions": refs, "hyper": new.hyper,
+        "artifact_sha256": new.artifact_sha256, "status": new.status,
+        "gate": new.metrics.get("gate"),
+    }, actor, specialist=new.specialist, adapter_version=adapter_id)
+    conn.execute(adapter_versions.insert().values(
+        adapter_id=adapter_id, specialist=new.specialist, version=version,
+        parent_adapter_id=new.parent_adapter_id, base_model=new.base_model,
+        training_run_id=new.training_run_id, manifest_id=new.manifest_id, hyper=new.hyper,
+        metrics=new.metrics, artifact_sha256=new.artifact_sha256, artifact_uri=new.artifact_uri,
+        status=new.status, registered_by=actor, registered_at=event.recorded_at,
+        event_position=event.position))
+    if refs:
+        conn.execute(adapter_contract_versions.insert(), [
+            {"adapter_id": adapter_id, "contract_name": r["name"], "contract_version": r["version"]}
+            for r in refs
+        ])
+    return adapter_in(conn, adapter_id)
+
+
+def specialist_names_in(conn: Connection) -> list[str]:
+    return list(conn.execute(select(specialists.c.name).order_by(specialists.c.name)).scalars())
+
+
+def require_specialist_in(conn: Connection, name: str) -> None:
+    """Raises:
+        NotFound: no specialist ``name``.
+    """
+    if conn.execute(select(specialists.c.name).where(specialists.c.name == name)).first() is None:
+        raise NotFound(f"no specialist '{name}'")
+
+
+def base_model_names_in(conn: Connection) -> list[str]:
+    return list(conn.execute(select(base_models.c.name).order_by(base_models.c.name)).scalars())
+
+
+def adapter_in(conn: Connection, adapter_id: str) -> AdapterVersion:
+    row = conn.execute(select(adapter_versions)
+                       .where(adapter_versions.c.adapter_id == adapter_id)).first()
+    if row is None:
+        raise NotFound(f"no adapter version '{adapter_id}'")
+    latest = conn.execute(
+        select(adapter_status_changes.c.status)
+        .where(adapter_status_changes.c.adapter_id == adapter_id)
+        .order_by(adapter_status_changes.c.position.desc()).limit(1)
+    ).scalar()
+    # Without content hashes: ``Registry`` adds them from the contract store.
+    refs = conn.execute(
+        select(adapter_contract_versions.c.contract_name, adapter_contract_versions.c.contract_version)
+        .where(adapter_contract_versions.c.adapter_id == adapter_id)
+        .order_by(adapter_contract_versions.c.contract_name, adapter_contract_versions.c.contract_version)
+    )
+    return AdapterVersion(
+        adapter_id=row.adapter_id, specialist=row.specialist, version=row.version,
+        parent_adapter_id=row.parent_adapter_id, base_model=row.base_model,
+        training_run_id=row.training_run_id, manifest_id=row.manifest_id, hyper=row.hyper,
+        metrics=row.metrics, artifact_sha256=row.artifact_sha256, artifact_uri=row.artifact_uri,
+        registered_status=row.status, status=latest or row.status,
+        registered_by=row.registered_by, registered_at=utc(row.registered_at),
+        contract_versions=[ContractRef(n, v) for n, v in refs],
+    )
+
+
+def _base(row: Any) -> BaseModelEntry:
+    return BaseModelEntry(name=row.name, path=row.path, weights_sha256=row.weights_sha256,
+                          config=row.config, registered_by=row.registered_by,
+                          registered_at=utc(row.registered_at))
+
+
+def _specialist(row: Any) -> Specialist:
+    return Specialist(name=row.name, description=row.description, created_by=row.created_by,
+                      created_at=utc(row.created_at))

@@ -1,0 +1,114 @@
+"""SQL tables of the adapter registry: base models, specialists, adapter versions, aliases.
+
+All append-only (database triggers refuse UPDATE and DELETE): a promotion, a rejection or
+an alias move is a new row, written in the same transaction as the event that records it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from kernel.db import metadata
+from trainer.registry.model import ADAPTER_ID_LENGTH as ADAPTER_ID
+
+base_models = Table(
+    "base_models",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("path", Text, nullable=False),
+    Column("weights_sha256", String(64), nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("registered_by", String(200), nullable=False),
+    Column("registered_at", DateTime(timezone=True), nullable=False),
+    Column("event_position", BigInteger, nullable=False),
+)
+
+
+specialists = Table(
+    "specialists",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("description", Text, nullable=False),
+    Column("created_by", String(200), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+
+adapter_versions = Table(
+    "adapter_versions",
+    metadata,
+    Column("adapter_id", String(ADAPTER_ID), primary_key=True),
+    Column("specialist", String(100), ForeignKey("specialists.name"), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("parent_adapter_id", String(ADAPTER_ID), ForeignKey("adapter_versions.adapter_id")),
+    Column("base_model", String(100), ForeignKey("base_models.name"), nullable=False),
+    # UNIQUE: a run registers at most one version, however often its task is delivered.
+    Column("training_run_id", String(36), ForeignKey("training_runs.run_id"), nullable=False,
+           unique=True),
+    Column("manifest_id", String(36), ForeignKey("dataset_manifests.manifest_id"), nullable=False),
+    Column("hyper", JSON, nullable=False),
+    Column("metrics", JSON, nullable=False),
+    Column("artifact_sha256", String(64), nullable=False),
+    Column("artifact_uri", Text, nullable=False),
+    Column("status", String(20), nullable=False),  # as registered: candidate|promoted|rejected
+    Column("registered_by", String(200), nullable=False),
+    Column("registered_at", DateTime(timezone=True), nullable=False),
+    Column("event_position", BigInteger, nullable=False),
+    UniqueConstraint("specialist", "version", name="uq_adapter_versions_specialist_version"),
+)
+
+
+# Status after registration: the latest row wins (position = its event's position).
+adapter_status_changes = Table(
+    "adapter_status_changes",
+    metadata,
+    Column("position", BigInteger, primary_key=True, autoincrement=False),
+    Column("adapter_id", String(ADAPTER_ID), ForeignKey("adapter_versions.adapter_id"),
+           nullable=False, index=True),
+    Column("status", String(20), nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("changed_at", DateTime(timezone=True), nullable=False),
+)
+
+
+adapter_contract_versions = Table(
+    "adapter_contract_versions",
+    metadata,
+    Column("adapter_id", String(ADAPTER_ID), ForeignKey("adapter_versions.adapter_id"),
+           primary_key=True),
+    Column("contract_name", String(100), primary_key=True),
+    Column("contract_version", Integer, primary_key=True),
+    ForeignKeyConstraint(["contract_name", "contract_version"],
+                         ["contract_versions.name", "contract_versions.version"]),
+)
+
+
+# position = the global position of the alias.moved event: commit order, so "latest move
+# at or before T" is well defined even for two moves in the same microsecond.
+alias_moves = Table(
+    "alias_moves",
+    metadata,
+    Column("position", BigInteger, primary_key=True, autoincrement=False),
+    Column("specialist", String(100), ForeignKey("specialists.name"), nullable=False),
+    Column("alias", String(100), nullable=False),
+    Column("adapter_id", String(ADAPTER_ID), ForeignKey("adapter_versions.adapter_id")),
+    Column("previous_adapter_id", String(ADAPTER_ID)),
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("moved_at", DateTime(timezone=True), nullable=False),
+    Index("ix_alias_moves_lookup", "specialist", "alias", "position"),
+)

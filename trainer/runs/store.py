@@ -1,0 +1,191 @@
+"""Training runs: the one mutable projection of the trainer, and its lease.
+
+Status goes queued -> running -> succeeded | failed; every change is also a
+``training.*`` event on stream ``training_run:<id>`` (step and loss are not: they are
+progress, kept only here). A worker *claims* a run before working on it and holds a
+lease it keeps renewing; a task delivered twice (a duplicate send, or Redis restoring an
+unacknowledged message) finds the lease held and backs off, and a worker that died
+leaves a lease that expires, after which a redelivery takes the run over from scratch
+(training is deterministic). Registration checks the lease in its own transaction, so a
+worker that lost its lease can never register.
+
+Every transaction here that writes a status takes the registry lock first (and then the
+log's lock, by appending its event), the same order as registration: a row lock taken
+before the log lock could deadlock against a registration holding the log lock.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection, Engine
+
+from events.store import EventStore
+from kernel.clock import utc, utcnow
+from kernel.errors import Conflict, NotFound
+from trainer.journal import lock_registry, record, run_stream
+from trainer.runs.model import (
+    FAILED,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    Claim,
+    LeaseLost,
+    RunStatus,
+    TrainingRun,
+)
+from trainer.runs.tables import training_runs as tr
+
+
+def _run(row: Any) -> TrainingRun:
+    data = dict(row._mapping)
+    for key in ("created_at", "updated_at", "started_at", "finished_at", "lease_until"):
+        data[key] = utc(data[key]) if data[key] is not None else None
+    return TrainingRun(**data)
+
+
+class Runs:
+    def __init__(self, engine: Engine, store: EventStore) -> None:
+        self.engine, self.store = engine, store
+
+    def create_in(self, conn: Connection, values: dict[str, Any], reason: str) -> TrainingRun:
+        now = utcnow()
+        row = {**values, "status": QUEUED, "step": 0, "last_loss": None, "error": None,
+               "attempts": 0, "lease_owner": None, "lease_until": None, "adapter_id": None,
+               "created_at": now, "updated_at": now, "started_at": None, "finished_at": None}
+        conn.execute(tr.insert().values(**row))
+        self._event(conn, row["run_id"], row["specialist"], "training.queued", {
+            "parent_adapter_id": row["parent_adapter_id"], "base_model": row["base_model"],
+            "manifest_id": row["manifest_id"], "firing_id": row["firing_id"],
+            "hyper": row["hyper"], "reason": reason,
+        }, row["created_by"])
+        return _run(conn.execute(select(tr).where(tr.c.run_id == row["run_id"])).one())
+
+    def get(self, run_id: str) -> TrainingRun:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(tr).where(tr.c.run_id == run_id)).first()
+        if row is None:
+            raise NotFound(f"no training run '{run_id}'")
+        return _run(row)
+
+    def recent(self, specialist: str | None = None, status: str | None = None,
+             limit: int = 50) -> list[TrainingRun]:
+        query = select(tr)
+        if specialist is not None:
+            query = query.where(tr.c.specialist == specialist)
+        if status is not None:
+            query = query.where(tr.c.status == status)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(tr.c.created_at.desc()).limit(limit))
+            return [_run(r) for r in rows]
+
+    def claim(self, run_id: str, owner: str, lease_seconds: float, max_attempts: int) -> Claim:
+        """Take the run for ``owner`` unless it is finished or another live worker holds it."""
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            row = conn.execute(select(tr).where(tr.c.run_id == run_id)).first()
+            if row is None:
+                raise NotFound(f"no training run '{run_id}'")
+            run, now = _run(row), utcnow()
+            if run.status == SUCCEEDED:
+                return Claim("done", run)
+            if run.status == FAILED:
+                return Claim("failed", run)
+            held = run.status == RUNNING and run.lease_until is not None and run.lease_until > now
+            if held and run.lease_owner != owner:
+                return Claim("busy", run, (run.lease_until - now).total_seconds())  # type: ignore[operator]
+            if run.attempts >= max_attempts:
+                self._finish(conn, run, FAILED, f"gave up after {run.attempts} attempts "
+                             f"(last worker: {run.lease_owner})", "system:trainer")
+                return Claim("gave_up", self.reload_in(conn, run_id))
+            conn.execute(update(tr).where(tr.c.run_id == run_id).values(
+                status=RUNNING, attempts=run.attempts + 1, lease_owner=owner,
+                lease_until=now + timedelta(seconds=lease_seconds), step=0, last_loss=None,
+                error=None, started_at=now, updated_at=now))
+            self._event(conn, run_id, run.specialist, "training.started", {
+                "attempt": run.attempts + 1, "worker": owner,
+                "taken_over_from": run.lease_owner if run.status == RUNNING else None,
+            }, owner)
+            return Claim("claimed", self.reload_in(conn, run_id))
+
+    def heartbeat(self, run_id: str, owner: str, lease_seconds: float,
+                  step: int | None = None, loss: float | None = None) -> bool:
+        """Renew the lease (and record progress); False when the lease was lost."""
+        now = utcnow()
+        values: dict[str, Any] = {"lease_until": now + timedelta(seconds=lease_seconds),
+                                  "updated_at": now}
+        if step is not None:
+            values.update(step=step, last_loss=loss)
+        with self.engine.begin() as conn:
+            result = conn.execute(update(tr).where(
+                tr.c.run_id == run_id, tr.c.lease_owner == owner, tr.c.status == RUNNING
+            ).values(**values))
+        return bool(result.rowcount)
+
+    def succeed_in(self, conn: Connection, run_id: str, owner: str, adapter_id: str,
+                   summary: dict[str, Any]) -> None:
+        """Mark succeeded inside the registration transaction, or abort it (LeaseLost)."""
+        run = self.reload_in(conn, run_id)
+        if run.status != RUNNING or run.lease_owner != owner:
+            raise LeaseLost(f"run {run_id} is {run.status} under {run.lease_owner}, not {owner}")
+        self._finish(conn, run, SUCCEEDED, None, owner, adapter_id=adapter_id, extra=summary)
+
+    def fail(self, run_id: str, reason: str, owner: str | None = None) -> bool:
+        """Mark a queued or running run failed; with ``owner``, only while it holds the lease."""
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            row = conn.execute(select(tr).where(tr.c.run_id == run_id)).first()
+            if row is None:
+                raise NotFound(f"no training run '{run_id}'")
+            run = _run(row)
+            if run.status not in (QUEUED, RUNNING) or (owner is not None and run.lease_owner != owner):
+                return False
+            self._finish(conn, run, FAILED, reason, owner or "system:trainer")
+            return True
+
+    def requeue(self, run_id: str, actor: str, reason: str) -> TrainingRun:
+        """Send a failed run round again (same run, same work key); attempts start over."""
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            run = self.reload_in(conn, run_id)
+            if run.status != FAILED:
+                raise Conflict(f"run {run_id} is {run.status}; only a failed run can be retried")
+            conn.execute(update(tr).where(tr.c.run_id == run_id).values(
+                status=QUEUED, attempts=0, error=None, lease_owner=None, lease_until=None,
+                step=0, last_loss=None, finished_at=None, updated_at=utcnow()))
+            self._event(conn, run_id, run.specialist, "training.requeued",
+                        {"reason": reason, "previous_error": run.error}, actor)
+            return self.reload_in(conn, run_id)
+
+    def needing_dispatch(self, queued_for: float) -> list[TrainingRun]:
+        """Runs a worker should have but may not: queued for long, or running on a dead lease."""
+        now = utcnow()
+        query = select(tr).where(
+            ((tr.c.status == QUEUED) & (tr.c.updated_at < now - timedelta(seconds=queued_for)))
+            | ((tr.c.status == RUNNING) & (tr.c.lease_until < now)))
+        with self.engine.connect() as conn:
+            return [_run(r) for r in conn.execute(query.order_by(tr.c.created_at))]
+
+    def _finish(self, conn: Connection, run: TrainingRun, status: RunStatus, error: str | None,
+                actor: str, adapter_id: str | None = None, extra: dict[str, Any] | None = None) -> None:
+        now = utcnow()
+        conn.execute(update(tr).where(tr.c.run_id == run.run_id).values(
+            status=status, error=error, adapter_id=adapter_id, lease_until=None,
+            finished_at=now, updated_at=now))
+        payload = {"error": error} if status == FAILED else {"adapter_id": adapter_id, **(extra or {})}
+        self._event(conn, run.run_id, run.specialist, f"training.{status}",
+                    {"attempt": run.attempts, **payload}, actor, adapter_id)
+
+    def _event(self, conn: Connection, run_id: str, specialist: str, event_type: str,
+               payload: dict[str, Any], actor: str, adapter_id: str | None = None) -> None:
+        record(self.store, conn, run_stream(run_id), event_type, {"run_id": run_id, **payload},
+               actor, specialist=specialist, adapter_version=adapter_id)
+
+    @staticmethod
+    def reload_in(conn: Connection, run_id: str) -> TrainingRun:
+        row = conn.execute(select(tr).where(tr.c.run_id == run_id)).first()
+        if row is None:
+            raise NotFound(f"no training run '{run_id}'")
+        return _run(row)

@@ -1,0 +1,232 @@
+"""Trigger evaluation and firing: exactly one run per (specialist, parent, dataset cut).
+
+A firing is one transaction under the registry lock: read the specialist's state, decide,
+check the work key, freeze the dataset manifest, write the ``trigger.fired`` event, the
+queued run and the firing row. The UNIQUE key on ``trigger_firings`` backs the check, so
+two trigger processes, a restart or a re-evaluation of an unchanged state find the work
+already fired and start nothing. The task is sent after commit; a send lost to a crash
+is made good by ``redispatch`` (a queued run is its own outbox entry), and a duplicate
+send is harmless because the task id is the run id and the worker claims the run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from evaluators.rewards import RewardStore
+from events.store import EventStore
+from kernel.clock import utc, utcnow
+from kernel.errors import Conflict, Invalid, NotFound
+from trainer.datasets.manifests import Manifests
+from trainer.journal import lock_registry, record, specialist_stream
+from trainer.registry.aliases import latest_move
+from trainer.registry.registry import adapter_in, base_model_names_in, specialist_names_in
+from trainer.runs.dispatch import Dispatcher
+from trainer.runs.store import Runs
+from trainer.triggers.model import Firing
+from trainer.triggers.policy import ROOT, FireDecision, NothingToTrain, Policy, SpecialistState, decide
+from trainer.triggers.policy import manual as manual_decision
+from trainer.triggers.sources import Policies
+from trainer.triggers.tables import trigger_firings
+
+
+@dataclass(frozen=True)
+class TriggerCheck:
+    """One specialist's policy evaluated once: the firing, or why there was none."""
+
+    specialist: str
+    fired: Firing | None
+    note: str  # why it fired, or why not
+
+    def to_json(self) -> dict[str, Any]:
+        return {"specialist": self.specialist, "note": self.note,
+                "firing": self.fired.to_json() if self.fired else None}
+
+
+class Triggers:
+    def __init__(self, engine: Engine, store: EventStore, policies: Policies, rewards: RewardStore,
+                 manifests: Manifests, runs: Runs, dispatcher: Dispatcher) -> None:
+        self.engine, self.store, self.policies, self.rewards = engine, store, policies, rewards
+        self.manifests, self.runs, self.dispatcher = manifests, runs, dispatcher
+
+    def evaluate(self, actor: str = "system:triggers") -> list[TriggerCheck]:
+        """Evaluate every specialist's policy once; fire (and dispatch) what is due."""
+        with self.engine.connect() as conn:
+            names = specialist_names_in(conn)
+        results = [self._evaluate_one(name, actor) for name in names]
+        for result in results:
+            if result.fired is not None and result.fired.created:
+                self.dispatcher.dispatch(result.fired.run_id)
+        return results
+
+    def fire_manual(self, specialist: str, actor: str, reason: str = "",
+                    parent: str | None = None, base_model: str | None = None) -> Firing:
+        """Fire now; ``parent`` is an adapter id, 'root', or None for the production adapter."""
+        for _attempt in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    lock_registry(conn)
+                    policy = self.policies.effective_in(conn, specialist)
+                    state = self._state(conn, specialist, policy, parent)
+                    try:
+                        decision = manual_decision(policy, state, reason)
+                    except NothingToTrain as exc:
+                        raise Conflict(str(exc)) from None
+                    firing = self._fire_in(conn, state, decision, policy, actor, base_model)
+                break
+            except IntegrityError:
+                continue  # lost a race on the work key to a writer without the lock: re-read
+        else:
+            raise Conflict(f"could not fire '{specialist}' (contention on the work key)")
+        if firing.created:
+            self.dispatcher.dispatch(firing.run_id)
+        return firing
+
+    def redispatch(self, queued_for: float = 60.0) -> list[str]:
+        """Send again the runs no worker holds: queued for long, or running on a dead lease."""
+        run_ids = [run.run_id for run in self.runs.needing_dispatch(queued_for)]
+        for run_id in run_ids:
+            self.dispatcher.dispatch(run_id)
+        return run_ids
+
+    def firings(self, specialist: str | None = None, limit: int = 50) -> list[Firing]:
+        query = select(trigger_firings)
+        if specialist is not None:
+            query = query.where(trigger_firings.c.specialist == specialist)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(trigger_firings.c.event_position.desc()).limit(limit))
+            return [_firing(r, created=True) for r in rows]
+
+    def state(self, specialist: str) -> SpecialistState:
+        with self.engine.connect() as conn:
+            return self._state(conn, specialist, self.policies.effective_in(conn, specialist), None)
+
+    def _evaluate_one(self, specialist: str, actor: str) -> TriggerCheck:
+        try:
+            with self.engine.begin() as conn:
+                lock_registry(conn)
+                policy = self.policies.effective_in(conn, specialist)
+                state = self._state(conn, specialist, policy, None)
+                decision = decide(policy, state)
+                if decision is None:
+                    return TriggerCheck(specialist, None, _quiet_note(policy, state))
+                firing = self._fire_in(conn, state, decision, policy, actor, None)
+        except (Conflict, Invalid, IntegrityError) as exc:
+            return TriggerCheck(specialist, None, f"not fired: {exc}")
+        note = decision.reason if firing.created else f"already fired as run {firing.run_id}"
+        return TriggerCheck(specialist, firing, note)
+
+    def _state(self, conn: Connection, specialist: str, policy: Policy,
+               parent: str | None) -> SpecialistState:
+        if parent is None:
+            move = latest_move(conn, specialist, policy.gate.alias)
+            parent = move.adapter_id if move else None
+        elif parent == ROOT:
+            parent = None
+        parent_cut = 0
+        if parent is not None:
+            adapter = adapter_in(conn, parent)
+            if adapter.specialist != specialist:
+                raise Invalid(f"adapter '{parent}' belongs to '{adapter.specialist}'")
+            parent_cut = self.manifests.cut_to(adapter.manifest_id, conn)
+        head = self.rewards.eligible_head(specialist, policy.contract, conn)
+        # Only train-split rewards are new training data; held-out ones just gate.
+        new = self.rewards.count_eligible(specialist, policy.contract, parent_cut, "train", conn)
+        mean, count = (self.rewards.served_mean(parent, policy.reward_window, conn) if parent
+                       else (None, 0))
+        last = conn.execute(select(func.max(trigger_firings.c.fired_at)).where(
+            trigger_firings.c.specialist == specialist, trigger_firings.c.policy != "manual")).scalar()
+        return SpecialistState(
+            specialist=specialist, parent_adapter_id=parent, parent_cut=parent_cut,
+            eligible_head=head, new_eligible=new, production_mean=mean,
+            production_count=count, last_fired_at=utc(last) if last else None, now=utcnow())
+
+    def _fire_in(self, conn: Connection, state: SpecialistState, decision: FireDecision,
+                 policy: Policy, actor: str, base_model: str | None) -> Firing:
+        key = (trigger_firings.c.specialist == state.specialist) \
+            & (trigger_firings.c.parent_key == state.parent_key) \
+            & (trigger_firings.c.dataset_cut == decision.dataset_cut)
+        existing = conn.execute(select(trigger_firings).where(key)).first()
+        if existing is not None:
+            return _firing(existing, created=False)
+        base, hyper = self._base_and_hyper(conn, state, policy, base_model)
+        manifest_id, manifest = self.manifests.freeze_in(conn, state.specialist, policy.contract,
+                                                         decision.cut_from, decision.dataset_cut)
+        firing_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
+        event = record(self.store, conn, specialist_stream(state.specialist), "trigger.fired", {
+            "firing_id": firing_id, "run_id": run_id, "policy": decision.policy,
+            "reason": decision.reason, "parent_adapter_id": state.parent_adapter_id,
+            "dataset_cut": decision.dataset_cut, "cut_from": decision.cut_from,
+            "manifest_id": manifest_id, "manifest_hash": manifest.content_hash,
+        }, actor, specialist=state.specialist, adapter_version=state.parent_adapter_id)
+        self.runs.create_in(conn, {
+            "run_id": run_id, "specialist": state.specialist,
+            "parent_adapter_id": state.parent_adapter_id, "base_model": base,
+            "manifest_id": manifest_id, "firing_id": firing_id, "hyper": hyper,
+            "gate": policy.gate.model_dump(), "total_steps": int(hyper.get("steps", 0)),
+            "created_by": actor,
+        }, decision.reason)
+        values = {"firing_id": firing_id, "specialist": state.specialist,
+                  "parent_key": state.parent_key, "dataset_cut": decision.dataset_cut,
+                  "policy": decision.policy, "reason": decision.reason, "run_id": run_id,
+                  "fired_by": actor, "fired_at": event.recorded_at,
+                  "event_position": event.position}
+        conn.execute(trigger_firings.insert().values(**values))
+        return _firing(values, created=True)
+
+    def _base_and_hyper(self, conn: Connection, state: SpecialistState, policy: Policy,
+                        base_model: str | None) -> tuple[str, dict[str, Any]]:
+        hyper = resolve_hyper(policy.hyper)
+        if state.parent_adapter_id is not None:
+            parent = adapter_in(conn, state.parent_adapter_id)
+            # A successor keeps its parent's LoRA shape (it starts from the parent's weights).
+            for key in ("rank", "alpha", "target_modules"):
+                if key in parent.hyper:
+                    hyper[key] = parent.hyper[key]
+            return parent.base_model, hyper
+        names = base_model_names_in(conn)
+        # A contract names its base as the harness knows it, which need not be a registry
+        # name; with one registered base there is no doubt which is meant.
+        preferred = policy.base_model if policy.base_model in names else None
+        chosen = base_model or preferred or (names[0] if len(names) == 1 else None)
+        if chosen is None:
+            raise Invalid("no base model for a root version: register one, or name it in the "
+                          f"policy ({len(names)} registered)")
+        if chosen not in names:
+            raise NotFound(f"no base model '{chosen}'")
+        return chosen, hyper
+
+
+def resolve_hyper(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The full hyper-parameters (defaults + overrides), validated where torch is present."""
+    try:
+        from trainer.ml.lora import HyperParams
+    except ImportError:  # a registry-only install: the worker validates
+        return dict(overrides)
+    fields: dict[str, Any] = {k: tuple(v) if k == "target_modules" else v for k, v in overrides.items()}
+    try:
+        params = HyperParams(**fields)
+    except (TypeError, ValueError) as exc:
+        raise Invalid(f"hyper-parameters: {exc}") from None
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
+
+
+def _quiet_note(policy: Policy, state: SpecialistState) -> str:
+    if not policy.enabled:
+        return "policy disabled"
+    return (f"not due: {state.new_eligible} new eligible rewards since "
+            f"{state.parent_adapter_id or 'root'} (cut {state.parent_cut})")
+
+
+def _firing(row: Any, created: bool) -> Firing:
+    data = dict(row._mapping) if hasattr(row, "_mapping") else dict(row)
+    data.pop("event_position", None)
+    data["fired_at"] = utc(data["fired_at"])
+    return Firing(**data, created=created)
+

@@ -1,0 +1,25 @@
+"""Trigger firings as frozen values. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from kernel.values import JsonValue
+
+FiringPolicy = Literal["count", "drift", "schedule", "manual"]
+
+
+@dataclass(frozen=True)
+class Firing(JsonValue):
+    firing_id: str
+    specialist: str
+    parent_key: str
+    dataset_cut: int
+    policy: str
+    reason: str
+    run_id: str
+    fired_by: str
+    fired_at: datetime
+    created: bool = True  # False when this work had already been fired before

@@ -1,0 +1,99 @@
+"""Where a specialist's trigger policy comes from, in order of precedence:
+
+1. the latest configuration set through the API (``trigger_policies``, append-only, each
+   one a ``trigger.configured`` event);
+2. the ``[training.triggers.<specialist>]`` table of a published contract: the latest
+   published version of each contract, by contract name, the first that has one; its
+   rewards are then the only ones the specialist's datasets use;
+3. none: the specialist trains only when triggered by hand (with the default gate).
+
+Both sources hold the same document (``contract.policy.TriggerPolicy``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Engine
+
+from contract.document import ContractDocument, ContractInvalid, parse_contract
+from contract.policy import TriggerPolicy
+from contract.versions import ContractVersions
+from events.store import EventStore
+from trainer.journal import lock_registry, record, specialist_stream
+from trainer.registry.registry import require_specialist_in
+from trainer.triggers.policy import NO_POLICY, Policy, policy_from_contract, resolve
+from trainer.triggers.tables import trigger_policies
+
+
+class Policies:
+    def __init__(self, engine: Engine, store: EventStore, contracts: ContractVersions) -> None:
+        self.engine, self.store, self.contracts = engine, store, contracts
+
+    def configure(self, specialist: str, rule: TriggerPolicy, actor: str) -> Policy:
+        """Set the specialist's policy through the API (it overrides the contract's)."""
+        config = rule.model_dump(mode="json")
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            require_specialist_in(conn, specialist)
+            event = record(self.store, conn, specialist_stream(specialist), "trigger.configured",
+                           {"specialist": specialist, "policy": config}, actor,
+                           specialist=specialist)
+            conn.execute(trigger_policies.insert().values(
+                position=event.position, specialist=specialist, config=config, actor=actor,
+                configured_at=event.recorded_at))
+        return self.effective(specialist)
+
+    def effective(self, specialist: str) -> Policy:
+        with self.engine.connect() as conn:
+            return self.effective_in(conn, specialist)
+
+    def effective_in(self, conn: Connection, specialist: str) -> Policy:
+        """The policy in force for ``specialist`` (read inside ``conn``'s transaction)."""
+        require_specialist_in(conn, specialist)
+        configured = conn.execute(
+            select(trigger_policies.c.config).where(trigger_policies.c.specialist == specialist)
+            .order_by(trigger_policies.c.position.desc()).limit(1)).scalar()
+        if configured is not None:
+            return resolve(stored_rule(configured), "api")
+        for version in self.contracts.latest_published_each(conn):
+            parsed = _parsed(version.name, version.version, version.content_hash, version.document)
+            policy = policy_from_contract(parsed, specialist, version.ref) if parsed else None
+            if policy is not None:
+                return policy
+        return NO_POLICY
+
+
+def stored_rule(config: dict[str, Any]) -> TriggerPolicy:
+    """A stored configuration as the policy document.
+
+    Rows written before the trainer and the contract shared one schema hold the trainer's
+    own form (``reward_floor`` a number beside ``reward_window``, a nested ``gate``); the
+    table is append-only, so they are converted here, on read.
+    """
+    if "gate" not in config and not isinstance(config.get("reward_floor"), int | float):
+        return TriggerPolicy.model_validate(config)
+    old = dict(config)
+    gate = old.pop("gate", None) or {}
+    window = old.pop("reward_window", 50)
+    floor = old.pop("reward_floor", None)
+    converted = {**old, "reward_floor": None if floor is None else {"threshold": floor, "window": window},
+                 "gate_margin": gate.get("margin", 0.0),
+                 "regression_tolerance": gate.get("regression_tolerance", {}),
+                 "auto_promote": gate.get("auto_promote", False), "alias": gate.get("alias"),
+                 "gate_metric": gate.get("metric", "offline"),
+                 "rollout_harness": gate.get("rollout_harness", "text"),
+                 "rollout_max_new_tokens": gate.get("rollout_max_new_tokens", 24),
+                 "rollout_prompts": gate.get("rollout_prompts", 32)}
+    return TriggerPolicy.model_validate(converted)
+
+
+@lru_cache(maxsize=64)
+def _parsed(name: str, version: int, content_hash: str, document: str) -> ContractDocument | None:
+    # A published version never changes, so its parse can be kept (keyed by its hash too).
+    try:
+        return parse_contract(document)
+    except ContractInvalid:
+        return None

@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from access.keys import Principal
 from api.metrics import Metrics
 from audit.lineage import Lineage
+from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
 from evaluators.reevaluation import Reevaluations
@@ -53,6 +54,7 @@ SettingsDep = Annotated[Settings, _service("settings")]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 StoreDep = Annotated[EventStore, _service("store")]
 ContractsDep = Annotated[ContractVersions, _service("contracts")]
+ServingDep = Annotated[ContractServing, _service("serving")]
 RewardsDep = Annotated[RewardStore, _service("rewards")]
 DryRunsDep = Annotated[DryRuns, _service("dry_runs")]
 ReevaluationsDep = Annotated[Reevaluations, _service("reevaluations")]

@@ -9,6 +9,7 @@ on first use and kept, so a command that only reads the log never loads the trai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy.engine import Engine
 
 from access.keys import ApiKeys
 from audit.lineage import Lineage
+from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
 from evaluators.evaluator import Evaluator
@@ -30,6 +32,7 @@ from events.store import EventStore
 from hcp.migrate import require_schema_at_head
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
+from kernel.errors import NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.gate.heldout import Gate
 from trainer.registry.aliases import Aliases
@@ -63,6 +66,18 @@ class Container:
     @cached_property
     def contracts(self) -> ContractVersions:
         return ContractVersions(self.engine, self.store)
+
+    @cached_property
+    def serving(self) -> ContractServing:
+        return ContractServing(self.engine, self.store, self.adapter_of)
+
+    def adapter_of(self, specialist: str, alias: str, at: datetime | None) -> str | None:
+        """Where ``alias`` of ``specialist`` points (None: nowhere, or no such specialist)."""
+        try:
+            move = self.aliases.at(specialist, alias, at)
+        except NotFound:
+            return None
+        return move.adapter_id if move else None
 
     @cached_property
     def keys(self) -> ApiKeys:

@@ -52,8 +52,10 @@ def test_draft_publish_edit_cycle_with_history(api):
     assert draft["content_hash"] != published.json()["content_hash"]
 
     history = api.get("/v1/contracts/default/history", headers=api.reader).json()
+    # publishing the first version makes it serve the four specialists it declares
     assert [h["type"] for h in history] == [
-        "contract.draft_created", "contract.published", "contract.draft_created"]
+        "contract.draft_created", "contract.published", *["contract.serving_moved"] * 4,
+        "contract.draft_created"]
     assert {h["actor"] for h in history} == {"key:eval-team"}
 
     diff = api.get("/v1/contracts/default/diff?a=1&b=2", headers=api.reader).json()
@@ -89,6 +91,14 @@ def test_retire_only_published(api):
     _draft(api)
     assert api.post("/v1/contracts/default/versions/1/retire", json={}, headers=api.writer).status_code == 409
     api.post("/v1/contracts/default/versions/1/publish", headers=api.writer)
+    # the first published version serves: it cannot retire while it does
+    serving = api.post("/v1/contracts/default/versions/1/retire", json={}, headers=api.writer)
+    assert serving.status_code == 409 and "serves" in serving.json()["error"]["message"]
+    api.post("/v1/contracts/default/versions", json={"parent_version": 1}, headers=api.writer)
+    api.post("/v1/contracts/default/versions/2/publish", headers=api.writer)
+    moved = api.put("/v1/contracts/default/serving", json={"version": 2, "reason": "v2 is better"},
+                    headers=api.writer)
+    assert moved.status_code == 200, moved.text
     retired = api.post("/v1/contracts/default/versions/1/retire", json={"reason": "superseded"},
                        headers=api.writer)
     assert retired.json()["status"] == "retired"

@@ -14,7 +14,9 @@ from api.metrics import Metrics
 from audit.lineage import Lineage
 from contract.serving import ContractServing
 from contract.versions import ContractVersions
+from evaluators.comparison import Comparisons
 from evaluators.dryrun import DryRuns
+from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
 from events.store import EventStore
@@ -57,6 +59,8 @@ ContractsDep = Annotated[ContractVersions, _service("contracts")]
 ServingDep = Annotated[ContractServing, _service("serving")]
 RewardsDep = Annotated[RewardStore, _service("rewards")]
 DryRunsDep = Annotated[DryRuns, _service("dry_runs")]
+PublisherDep = Annotated[Publisher, _service("publisher")]
+ComparisonsDep = Annotated[Comparisons, _service("comparisons")]
 ReevaluationsDep = Annotated[Reevaluations, _service("reevaluations")]
 RegistryDep = Annotated[Registry, _service("registry")]
 AliasesDep = Annotated[Aliases, _service("aliases")]

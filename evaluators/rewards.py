@@ -172,6 +172,28 @@ class RewardStore:
                 found += [from_row(row._mapping) for row in c.execute(query)]
         return sorted(found, key=lambda r: r.position or 0)
 
+    def latest_of(self, contract_name: str, contract_version: int, limit: int) -> list[RewardRecord]:
+        """The newest ``limit`` rewards made under one version, in position order."""
+        query = (select(rr).where(rr.c.contract_name == contract_name,
+                                  rr.c.contract_version == contract_version)
+                 .order_by(rr.c.position.desc()).limit(limit))
+        with self.engine.connect() as conn:
+            found = [from_row(row._mapping) for row in conn.execute(query)]
+        return found[::-1]
+
+    def of_subjects(self, contract_name: str, contract_version: int,
+                    subject_ids: Iterable[str]) -> list[RewardRecord]:
+        """The rewards one version made for these subjects (at most one each)."""
+        ids = sorted(set(subject_ids))
+        found: list[RewardRecord] = []
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _ID_CHUNK):
+                query = select(rr).where(rr.c.contract_name == contract_name,
+                                         rr.c.contract_version == contract_version,
+                                         rr.c.subject_id.in_(ids[start:start + _ID_CHUNK]))
+                found += [from_row(row._mapping) for row in conn.execute(query)]
+        return sorted(found, key=lambda r: r.position or 0)
+
     def count(self, contract_name: str, contract_version: int) -> int:
         statement = select(func.count()).select_from(rr).where(
             rr.c.contract_name == contract_name, rr.c.contract_version == contract_version)

@@ -19,9 +19,11 @@ from access.keys import ApiKeys
 from audit.lineage import Lineage
 from contract.serving import ContractServing
 from contract.versions import ContractVersions
+from evaluators.comparison import Comparisons
 from evaluators.dryrun import DryRuns
 from evaluators.evaluator import Evaluator
 from evaluators.outbox import rewards_table_feed
+from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
@@ -91,11 +93,20 @@ class Container:
 
     @cached_property
     def reevaluations(self) -> Reevaluations:
-        return Reevaluations(self.engine, self.store, self.contracts, self.rewards)
+        return Reevaluations(self.engine, self.store, self.contracts, self.rewards,
+                             degraded_above=self.settings.max_error_rate)
 
     @cached_property
     def dry_runs(self) -> DryRuns:
-        return DryRuns(self.store, self.contracts)
+        return DryRuns(self.store, self.contracts, self.settings.max_error_rate)
+
+    @cached_property
+    def publisher(self) -> Publisher:
+        return Publisher(self.contracts, self.dry_runs, self.settings.publish_check_subjects)
+
+    @cached_property
+    def comparisons(self) -> Comparisons:
+        return Comparisons(self.contracts, self.rewards)
 
     def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = 500,
                   reader: LogReader[RecordedEvent] | None = None,

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from api.deps import ContractsDep, ContractsRead, ContractsWrite
+from api.deps import ContractsDep, ContractsRead, ContractsWrite, PublisherDep
 from contract.diff import diff_contracts
 from contract.document import contract_json_schema, parse_contract
 
@@ -21,6 +21,12 @@ class DraftIn(BaseModel):
 
 class DocumentIn(BaseModel):
     document: str
+
+
+class PublishIn(BaseModel):
+    force: bool = Field(False, description="Publish although the dry run on recent history "
+                        "errors above the threshold")
+    reason: str = Field("", description="Why it is forced; required with force, recorded")
 
 
 class RetireIn(BaseModel):
@@ -76,10 +82,13 @@ def edit_draft(name: str, version: int, body: DocumentIn, contracts: ContractsDe
 
 
 @router.post("/{name}/versions/{version}/publish")
-def publish(name: str, version: int, contracts: ContractsDep,
-            principal: ContractsWrite) -> dict[str, Any]:
-    """Freeze a draft and make it active; history is then re-scored under it."""
-    return contracts.publish(name, version, principal.actor).summary()
+def publish(name: str, version: int, publisher: PublisherDep, principal: ContractsWrite,
+            body: PublishIn | None = None) -> dict[str, Any]:
+    """Freeze a draft and make it score (history is then re-scored under it), after a dry
+    run on recent history: 409 when it errors above the threshold, unless forced."""
+    body = body or PublishIn()
+    published, check = publisher.publish(name, version, principal.actor, body.force, body.reason)
+    return {**published.summary(), "check": check.to_json() if check else None}
 
 
 @router.post("/{name}/versions/{version}/retire")

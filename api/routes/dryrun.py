@@ -21,6 +21,8 @@ class DryRunIn(BaseModel):
     from_position: int | None = Field(None, ge=1, description="First position of a range")
     to_position: int | None = Field(None, ge=1, description="Last position of a range")
     top: int = Field(10, ge=0, le=100, description="How many of the largest movers to list")
+    max_error_rate: float | None = Field(None, ge=0.0, le=1.0, description="check.passed is false "
+                                         "above this share of errored subjects; default HCP_MAX_ERROR_RATE")
 
 
 class ReevaluateIn(BaseModel):
@@ -38,7 +40,8 @@ def dry_run(name: str, version: int, dry_runs: DryRunsDep, _: ContractsRead,
         selection = Selection(last, body.from_position, body.to_position)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    return dry_runs.run(name, version, selection, body.baseline, body.top).to_json()
+    return dry_runs.run(name, version, selection, body.baseline, body.top,
+                        body.max_error_rate).to_json()
 
 
 @router.get("/{name}/versions/{version}/reevaluation")

@@ -44,6 +44,10 @@ def upgrade() -> None:
     )
     op.create_index("ix_contract_serving_moves_lookup", "contract_serving_moves",
                     ["name", "specialist", "position"])
+    # Re-evaluation jobs count errored and skipped subjects apart from scored ones.
+    for column in ("subjects_errored", "subjects_skipped"):
+        op.add_column("reevaluations", sa.Column(column, sa.Integer, nullable=False,
+                                                 server_default="0"))
     dialect = op.get_bind().dialect.name
     for table in NEW_APPEND_ONLY:
         for statement in append_only_ddl(table, dialect):
@@ -51,4 +55,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("reevaluations") as batch:
+        batch.drop_column("subjects_skipped")
+        batch.drop_column("subjects_errored")
     op.drop_table("contract_serving_moves")

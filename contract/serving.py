@@ -25,6 +25,7 @@ from contract.tables import contract_versions as cv
 from events.model import EventMetadata, NewEvent
 from events.store import EventStore
 from kernel.clock import utc
+from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
 from kernel.sql import lock_writers
 from kernel.values import JsonValue
@@ -190,10 +191,12 @@ class ContractServing:
             rows = conn.execute(query.order_by(moves.c.position.desc()).limit(limit))
             return [_move(r) for r in rows]
 
-    def version_for(self, name: str, specialist: str) -> int | None:
-        """The serving version number, or None (the trainer's port)."""
-        with self.engine.connect() as conn:
-            found = latest_in(conn, name, specialist)
+    def version_for(self, name: str, specialist: str,
+                    conn: Connection | None = None) -> int | None:
+        """The serving version number, or None (the trainer's port; ``conn``: the
+        caller's open transaction)."""
+        with reading(self.engine, conn) as c:
+            found = latest_in(c, name, specialist)
         return found.version if found else None
 
 

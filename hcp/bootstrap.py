@@ -190,7 +190,7 @@ class Container:
     @cached_property
     def triggers(self) -> Triggers:
         return Triggers(self.engine, self.store, self.policies, self.rewards, self.manifests,
-                        self.runs, self.dispatcher)
+                        self.runs, self.dispatcher, self.serving)
 
     def worker_services(self) -> WorkerServices:
         """What a Celery worker process's tasks call (see ``celery_worker``)."""

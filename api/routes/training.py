@@ -26,6 +26,10 @@ class FireIn(BaseModel):
     )
     base_model: str | None = Field(None, description="Base model of a root version")
     reason: str = Field("", description="Recorded in the trigger.fired event")
+    force: bool = Field(False, description="A new run even if this work (parent, data) was "
+                        "fired before: with the policy's current hyper-parameters and gate; "
+                        "needs a reason")
+    hyper: dict[str, Any] = Field({}, description="Hyper-parameter overrides for this run")
 
 
 class StartIn(FireIn):
@@ -38,8 +42,9 @@ class RetryIn(BaseModel):
 
 def _fire(triggers: Triggers, runs: Runs, specialist: str, body: FireIn, actor: str,
           response: Response) -> dict[str, Any]:
-    firing = triggers.fire_manual(specialist, actor, body.reason or f"manual trigger by {actor}",
-                                  body.parent, body.base_model)
+    reason = body.reason or ("" if body.force else f"manual trigger by {actor}")
+    firing = triggers.fire_manual(specialist, actor, reason, body.parent, body.base_model,
+                                  body.force, body.hyper)
     if not firing.created:
         response.status_code = 200
     return {"firing": firing.to_json(), "run": runs.get(firing.run_id).to_json()}

@@ -48,13 +48,51 @@ def upgrade() -> None:
     for column in ("subjects_errored", "subjects_skipped"):
         op.add_column("reevaluations", sa.Column(column, sa.Integer, nullable=False,
                                                  server_default="0"))
+    _gate_outcomes()
     dialect = op.get_bind().dialect.name
+    _forced_reruns(dialect)
     for table in NEW_APPEND_ONLY:
         for statement in append_only_ddl(table, dialect):
             op.execute(statement)
 
 
+def _gate_outcomes() -> None:
+    # A run that succeeded may have produced a rejected adapter: keep what the gate said.
+    op.add_column("training_runs", sa.Column("gate_outcome", sa.String(20)))
+    # DATA MIGRATION: runs registered before this revision take their adapter's status as
+    # registered (the gate's outcome; later promotions are status changes, not this).
+    op.execute("UPDATE training_runs SET gate_outcome = (SELECT av.status FROM adapter_versions av "
+               "WHERE av.training_run_id = training_runs.run_id) WHERE status = 'succeeded'")
+
+
+def _forced_reruns(dialect: str) -> None:
+    """The work key gains a re-run number: the same data may train again, deliberately.
+
+    SQLite cannot change a constraint in place, so the table is copied (its append-only
+    triggers go with the old table and are created again); PostgreSQL alters it.
+    """
+    with op.batch_alter_table("trigger_firings") as batch:
+        batch.add_column(sa.Column("rerun", sa.Integer, nullable=False, server_default="0"))
+        batch.drop_constraint("uq_trigger_firings_work", type_="unique")
+        batch.create_unique_constraint("uq_trigger_firings_work",
+                                       ["specialist", "parent_key", "dataset_cut", "rerun"])
+    if dialect == "sqlite":
+        for statement in append_only_ddl("trigger_firings", dialect):
+            op.execute(statement)
+
+
 def downgrade() -> None:
+    with op.batch_alter_table("trigger_firings") as batch:
+        batch.drop_constraint("uq_trigger_firings_work", type_="unique")
+        batch.drop_column("rerun")
+        batch.create_unique_constraint("uq_trigger_firings_work",
+                                       ["specialist", "parent_key", "dataset_cut"])
+    dialect = op.get_bind().dialect.name
+    if dialect == "sqlite":
+        for statement in append_only_ddl("trigger_firings", dialect):
+            op.execute(statement)
+    with op.batch_alter_table("training_runs") as batch:
+        batch.drop_column("gate_outcome")
     with op.batch_alter_table("reevaluations") as batch:
         batch.drop_column("subjects_skipped")
         batch.drop_column("subjects_errored")

@@ -40,7 +40,7 @@ def test_count_rule_fires_at_threshold_with_the_cut_and_the_reason():
     decision = decide(P(min_new_rewards=50), state())
     assert decision is not None
     assert decision.policy == "count" and decision.dataset_cut == 150 and decision.cut_from == 0
-    assert "50 new eligible rewards since coding@2" in decision.reason
+    assert "50 new subjects with eligible rewards since the last run on coding@2" in decision.reason
 
 
 def test_count_rule_stays_quiet_below_threshold():

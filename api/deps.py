@@ -23,6 +23,7 @@ from events.store import EventStore
 from hcp.bootstrap import Container
 from hcp.settings import Settings
 from trainer.registry.aliases import Aliases
+from trainer.registry.approvals import Approvals
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
 from trainer.runs.store import Runs
@@ -64,6 +65,7 @@ ComparisonsDep = Annotated[Comparisons, _service("comparisons")]
 ReevaluationsDep = Annotated[Reevaluations, _service("reevaluations")]
 RegistryDep = Annotated[Registry, _service("registry")]
 AliasesDep = Annotated[Aliases, _service("aliases")]
+ApprovalsDep = Annotated[Approvals, _service("approvals")]
 ResolverDep = Annotated[Resolver, _service("resolver")]
 LineageDep = Annotated[Lineage, _service("lineage")]
 RunsDep = Annotated[Runs, _service("runs")]
@@ -102,3 +104,4 @@ RewardsRead = Annotated[Principal, Depends(require("rewards:read"))]
 RegistryRead = Annotated[Principal, Depends(require("registry:read"))]
 RegistryWrite = Annotated[Principal, Depends(require("registry:write"))]
 TrainWrite = Annotated[Principal, Depends(require("train:write"))]
+Admin = Annotated[Principal, Depends(require("admin"))]

@@ -38,6 +38,7 @@ from kernel.errors import NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.gate.heldout import Gate
 from trainer.registry.aliases import Aliases
+from trainer.registry.approvals import Approvals
 from trainer.registry.artifacts import ArtifactStore, LocalArtifactStore
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
@@ -145,6 +146,10 @@ class Container:
     @cached_property
     def aliases(self) -> Aliases:
         return Aliases(self.engine, self.store)
+
+    @cached_property
+    def approvals(self) -> Approvals:
+        return Approvals(self.engine, self.store)
 
     @cached_property
     def resolver(self) -> Resolver:

@@ -19,7 +19,8 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-NEW_APPEND_ONLY = ("contract_serving_moves",)
+NEW_APPEND_ONLY = ("contract_serving_moves", "alias_protections", "alias_move_requests",
+                   "alias_move_decisions")
 
 
 def _ts(name: str, nullable: bool = False) -> sa.Column:
@@ -49,11 +50,61 @@ def upgrade() -> None:
         op.add_column("reevaluations", sa.Column(column, sa.Integer, nullable=False,
                                                  server_default="0"))
     _gate_outcomes()
+    _protected_aliases()
     dialect = op.get_bind().dialect.name
     _forced_reruns(dialect)
     for table in NEW_APPEND_ONLY:
         for statement in append_only_ddl(table, dialect):
             op.execute(statement)
+
+
+def _protected_aliases() -> None:
+    # Existing moves were all plain moves (a rollback was not told apart before).
+    op.add_column("alias_moves", sa.Column("kind", sa.String(20), nullable=False,
+                                           server_default="move"))
+    op.create_table(
+        "alias_protections",
+        sa.Column("position", sa.BigInteger, nullable=False, autoincrement=False),
+        sa.Column("specialist", sa.String(100), nullable=False),
+        sa.Column("alias", sa.String(100), nullable=False),
+        sa.Column("protected", sa.Boolean, nullable=False),
+        sa.Column("actor", sa.String(200), nullable=False),
+        sa.Column("reason", sa.Text, nullable=False),
+        _ts("changed_at"),
+        sa.PrimaryKeyConstraint("position", name="pk_alias_protections"),
+        sa.ForeignKeyConstraint(["specialist"], ["specialists.name"],
+                                name="fk_alias_protections_specialist_specialists"),
+    )
+    op.create_index("ix_alias_protections_lookup", "alias_protections",
+                    ["specialist", "alias", "position"])
+    op.create_table(
+        "alias_move_requests",
+        sa.Column("request_id", sa.String(36), nullable=False),
+        sa.Column("position", sa.BigInteger, nullable=False),
+        sa.Column("specialist", sa.String(100), nullable=False),
+        sa.Column("alias", sa.String(100), nullable=False),
+        sa.Column("kind", sa.String(20), nullable=False),
+        sa.Column("adapter_id", sa.String(120)),
+        sa.Column("expected_current", sa.String(120)),
+        sa.Column("requested_by", sa.String(200), nullable=False),
+        sa.Column("reason", sa.Text, nullable=False),
+        _ts("requested_at"),
+        sa.PrimaryKeyConstraint("request_id", name="pk_alias_move_requests"),
+        sa.ForeignKeyConstraint(["specialist"], ["specialists.name"],
+                                name="fk_alias_move_requests_specialist_specialists"),
+    )
+    op.create_table(
+        "alias_move_decisions",
+        sa.Column("request_id", sa.String(36), nullable=False),
+        sa.Column("position", sa.BigInteger, nullable=False),
+        sa.Column("decision", sa.String(20), nullable=False),
+        sa.Column("actor", sa.String(200), nullable=False),
+        sa.Column("reason", sa.Text, nullable=False),
+        _ts("decided_at"),
+        sa.PrimaryKeyConstraint("request_id", name="pk_alias_move_decisions"),
+        sa.ForeignKeyConstraint(["request_id"], ["alias_move_requests.request_id"],
+                                name="fk_alias_move_decisions_request_id_alias_move_requests"),
+    )
 
 
 def _gate_outcomes() -> None:
@@ -93,6 +144,13 @@ def downgrade() -> None:
             op.execute(statement)
     with op.batch_alter_table("training_runs") as batch:
         batch.drop_column("gate_outcome")
+    for table in ("alias_move_decisions", "alias_move_requests", "alias_protections"):
+        op.drop_table(table)
+    with op.batch_alter_table("alias_moves") as batch:
+        batch.drop_column("kind")
+    if dialect == "sqlite":
+        for statement in append_only_ddl("alias_moves", dialect):
+            op.execute(statement)
     with op.batch_alter_table("reevaluations") as batch:
         batch.drop_column("subjects_skipped")
         batch.drop_column("subjects_errored")

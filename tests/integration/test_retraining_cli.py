@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from hcp.bootstrap import Container
 from hcp.settings import get_settings
-from tests.unit.trainer_core.factories import HOUSE_CONTRACT, seed_contract, seed_dataset
+from tests.unit.trainer_core.factories import HOUSE_CONTRACT, seed_contract, seed_dataset, seed_reward
 from tests.unit.trainer_core.fixtures import RecordingDispatcher, fake_model_dir, fake_train, make_container
 
 
@@ -54,3 +54,32 @@ def test_the_run_list_and_status_show_the_gates_outcome(parts: Container) -> Non
     followed = hcp("train", "status", run_id, "--follow")
     assert "registered coding@1; the gate rejected it" in followed
     assert "rejected" in hcp("train", "status")
+
+
+def test_alias_rollback_twice_says_which_and_then_refuses(parts: Container) -> None:
+    one = fake_train(parts, parts.triggers.fire_manual("coding", "t", "a", parent="root").run_id)
+    digest = parts.contracts.get("house", 1).content_hash
+    seed_reward(parts.engine, parts.store, "coding", "q", "a", 0.9, contract=("house", 1, digest))
+    two = fake_train(parts, parts.triggers.fire_manual("coding", "t", "b", parent="root").run_id)
+    hcp("alias", "set", "coding", "production", one.adapter_id, "--reason", "first")
+    hcp("adapters", "promote", two.adapter_id, "--reason", "ship")
+    first = " ".join(hcp("alias", "rollback", "coding", "production", "--reason", "regression").split())
+    assert "back from coding@2 to coding@1; coding@2 is now rolled_back" in first
+    second = " ".join(hcp("alias", "rollback", "coding", "production", "--reason", "again",
+                          code=1).split())
+    assert "no earlier target that was not itself rolled back from" in second
+    assert hcp("alias", "at", "coding", "production").strip() == "coding@1"
+
+
+def test_protected_alias_requests_need_another_person(parts: Container) -> None:
+    one = fake_train(parts, parts.triggers.fire_manual("coding", "t", "a", parent="root").run_id)
+    hcp("alias", "protect", "coding", "production", "--reason", "two people")
+    refused = " ".join(hcp("alias", "set", "coding", "production", one.adapter_id, "--reason", "x",
+                           code=1).split())
+    assert "is protected" in refused
+    asked = hcp("alias", "request", "coding", "production", one.adapter_id, "--reason", "ship")
+    request_id = asked.split("request ")[-1].strip()
+    assert "another key must approve it" in " ".join(hcp("alias", "approve", request_id,
+                                                         code=1).split())
+    parts.approvals.approve(request_id, "key:second", "looked at the gate")
+    assert hcp("alias", "at", "coding", "production").strip() == one.adapter_id

@@ -19,6 +19,7 @@ from evaluators.dryrun import DryRuns
 from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
+from events.ingest import ReferenceCheck
 from events.store import EventStore
 from hcp.bootstrap import Container
 from hcp.settings import Settings
@@ -56,6 +57,7 @@ def _metrics(request: Request) -> Metrics:
 SettingsDep = Annotated[Settings, _service("settings")]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 StoreDep = Annotated[EventStore, _service("store")]
+ReferencesDep = Annotated[ReferenceCheck, _service("references")]
 ContractsDep = Annotated[ContractVersions, _service("contracts")]
 ServingDep = Annotated[ContractServing, _service("serving")]
 RewardsDep = Annotated[RewardStore, _service("rewards")]

@@ -72,7 +72,8 @@ def record_traffic(container: Container, sessions: int, seed: int, quality: floa
     with _bar(console) as bar:
         task = bar.add_task(f"recording {sessions} sessions", total=sessions)
         for session in synthetic_sessions(sessions, seed, quality, adapters):
-            written += sum(a.created for a in ingest(container.store, session, limits))
+            appended = ingest(container.store, session, limits, container.references)
+            written += sum(a.created for a in appended)
             bar.advance(task)
     return written
 

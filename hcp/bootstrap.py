@@ -32,6 +32,7 @@ from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
 from events.store import EventStore
 from hcp.migrate import require_schema_at_head
+from hcp.references import RegistryReferences
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
 from kernel.errors import NotFound
@@ -81,6 +82,11 @@ class Container:
         except NotFound:
             return None
         return move.adapter_id if move else None
+
+    @cached_property
+    def references(self) -> RegistryReferences:
+        """What ingest checks serving records against (see events/ingest.py)."""
+        return RegistryReferences(self.registry, self.contracts)
 
     @cached_property
     def keys(self) -> ApiKeys:

@@ -13,41 +13,24 @@ anything this small parser does not follow is given up on silently.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from contract.cel_scan import MACROS, Token, tokenize
-
-NUMERIC = frozenset({"int", "uint", "double"})
-CONCRETE = NUMERIC | {"string", "bytes", "bool", "list", "map"}
-
-
-@dataclass(frozen=True)
-class T:
-    """A static type: a kind, the fields of a map whose keys are documented, a list's
-    element (or a map's value) type."""
-
-    kind: str
-    fields: tuple[tuple[str, T], ...] | None = None
-    elem: T | None = None
-
-    def field(self, name: str) -> T | None:
-        return dict(self.fields or ()).get(name)
-
-
-DYN, INT, UINT, DOUBLE = T("dyn"), T("int"), T("uint"), T("double")
-STRING, BOOL, BYTES, NULL = T("string"), T("bool"), T("bytes"), T("null")
-
-
-def record(**fields: T) -> T:
-    return T("map", tuple(sorted(fields.items())))
-
-
-def list_of(elem: T) -> T:
-    return T("list", elem=elem)
-
-
-def map_of(value: T) -> T:
-    return T("map", elem=value)
+from contract.cel_schema import (
+    BOOL,
+    BYTES,
+    CONCRETE,
+    DOUBLE,
+    DYN,
+    INT,
+    NULL,
+    NUMERIC,
+    RETURNS,
+    SAME_AS_ARGUMENT,
+    STRING,
+    UINT,
+    T,
+    list_of,
+    map_of,
+)
 
 
 class TypeMistake(Exception):
@@ -62,24 +45,6 @@ class _GiveUp(Exception):
 
 _PAIRS = frozenset({"&&", "||", "==", "!=", "<=", ">="})
 _RELATIONS = frozenset({"<", "<=", ">", ">=", "==", "!=", "in"})
-_RETURNS: dict[str, T] = {
-    **dict.fromkeys(("size", "int", "indexOf", "lastIndexOf", "getFullYear", "getMonth",
-                     "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours",
-                     "getMinutes", "getSeconds", "getMilliseconds"), INT),
-    "uint": UINT, "bytes": BYTES, "dyn": DYN,
-    **dict.fromkeys(("double", "math.ceil", "math.floor", "math.round", "math.trunc",
-                     "math.sqrt"), DOUBLE),
-    **dict.fromkeys(("string", "charAt", "substring", "join", "lowerAscii", "upperAscii",
-                     "trim"), STRING),
-    **dict.fromkeys(("bool", "has", "contains", "startsWith", "endsWith", "matches",
-                     "math.isNaN", "math.isInf", "math.isFinite", "sets.contains",
-                     "sets.equivalent", "sets.intersects"), BOOL),
-    "split": list_of(STRING),
-}
-_SAME_AS_ARGUMENT = frozenset({"min", "max", "sum", "math.greatest", "math.least", "math.abs",
-                               "math.sign"})
-
-
 def infer(source: str, variables: dict[str, T]) -> T:
     """The type of ``source``; raises ``TypeMistake`` for a mistake it can prove."""
     try:
@@ -308,9 +273,9 @@ def _combine(op: Token, left: T, right: T) -> T:
 
 
 def _call(name: str, arguments: list[T]) -> T:
-    if name in _RETURNS:
-        return _RETURNS[name]
-    if name in _SAME_AS_ARGUMENT and arguments:
+    if name in RETURNS:
+        return RETURNS[name]
+    if name in SAME_AS_ARGUMENT and arguments:
         first = arguments[0]
         if len(arguments) == 1 and first.kind == "list" and name not in ("math.abs", "math.sign"):
             return first.elem or DYN

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from contract import cel_scan, cel_types, rubric
-from contract.input_types import INPUT_TYPES, RESULT_TYPES
+from contract import cel_scan, cel_schema, cel_types, rubric
+from contract.cel_schema import INPUT_TYPES, RESULT_TYPES
 from contract.problems import Problem
 from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES, is_known_event_type
 
@@ -72,8 +72,8 @@ def _type_problems(text: str, path: str, label: str, known: tuple[str, ...],
         yield Problem("type", path, f"{label}: {exc.message}", expression=text,
                       expression_line=line, expression_column=column)
         return
-    numeric = result.kind in cel_types.NUMERIC
-    wrong = (result.kind in cel_types.CONCRETE or result.kind == "null") and (
+    numeric = result.kind in cel_schema.NUMERIC
+    wrong = (result.kind in cel_schema.CONCRETE or result.kind == "null") and (
         (wanted == NUMBER and not numeric) or (wanted == TRUTH and result.kind != "bool"))
     if wrong:
         yield Problem("type", path, f"{label}: must yield {wanted}, but yields {result.kind}",

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from contract.cel_types import T, TypeMistake, infer
+from contract.cel_schema import INPUT_TYPES, T
+from contract.cel_types import TypeMistake, infer
 from contract.document import ContractInvalid, parse_contract
-from contract.input_types import INPUT_TYPES
 from tests.unit.contract.factories import EXAMPLE
 from tests.unit.contract.test_evaluate import HEAD, episode
 

@@ -7,8 +7,8 @@ the suite (and other tests) never share a queue.
 from __future__ import annotations
 
 import os
-import re
 import random
+import re
 import signal
 import subprocess
 import sys

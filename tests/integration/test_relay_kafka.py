@@ -250,3 +250,39 @@ def test_each_feed_has_its_own_topic_and_checkpoint(engine: Engine) -> None:
         ("t.events", 6, 6), ("t.audit", 6, 6)]
     assert [m.value.decode() for m in publisher.sent["t.audit"]] == [
         e.hash for e in store.read_all()]
+
+
+class CountingStop(threading.Event):
+    """A stop event that records the loop's idle waits and stops it after ``steps`` waits."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.waits, self.steps = 0, steps
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits += 1
+        if self.waits >= self.steps:
+            self.set()
+        return self.is_set()
+
+
+class TrickleFeed:
+    """Two short pages in a row, then nothing: events that commit while a page is in flight."""
+
+    topic = "t.events"
+
+    def __init__(self) -> None:
+        self.pages = [[OutboxMessage(1, b"k", b"a")], [OutboxMessage(2, b"k", b"b")]]
+
+    def read_after(self, position: int, limit: int) -> list[OutboxMessage]:
+        return self.pages.pop(0) if self.pages else []
+
+
+def test_the_loop_sleeps_only_when_there_was_nothing_to_publish(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    publisher, stop = MemoryPublisher(), CountingStop(steps=1)
+    RelayLoop([TrickleFeed()], publisher, Checkpoints(engine)).run(stop)
+
+    assert [m.value for m in publisher.sent["t.events"]] == [b"a", b"b"]  # back to back
+    assert stop.waits == 1  # the one wait came after the empty read
+    engine.dispose()

@@ -12,7 +12,9 @@ five-criterion, one-gate contract. Per repeat, alternating which goes first:
 * peer: the same expressions compiled by plain ``cel.compile`` from their source, each
   executed with a dict of only the variables it reads (eligibility with the score), no
   limits, no aggregation;
-* both again with ``build_input`` (the subject digested into variables) inside the clock.
+* both again with ``build_input`` (the subject digested into variables) inside the clock;
+* rubric: only the ``rubric.evaluate`` calls ``evaluate_subject`` makes (the CEL side with
+  its limits), to tell them apart from the scaffolding in contract/evaluate.py.
 
 Figures are medians over repeats; ratios are medians of per-repeat ratios. Goal: engine /
 peer >= 0.8.
@@ -30,6 +32,7 @@ from typing import Any
 import cel
 from evaluate import CONTRACT, conversation_events  # bench/evaluate.py, beside this script
 
+from contract import rubric
 from contract.document import parse_contract
 from contract.evaluate import CompiledContract, compile_contract, evaluate_subject
 from contract.inputs import build_input
@@ -71,6 +74,21 @@ def direct_peer(compiled: CompiledContract) -> Callable[[dict[str, Any]], None]:
     return run
 
 
+def rubric_calls(compiled: CompiledContract) -> Callable[[dict[str, Any]], None]:
+    """The rubric.evaluate calls of one evaluate_subject, without its scaffolding."""
+    items = [*compiled.criteria.values(), *compiled.gates.values()]
+    if compiled.when is not None:
+        items.insert(0, compiled.when)
+    result = {"score": 0.7, "components": {}, "gates": {}, "split": "train"}
+
+    def run(variables: dict[str, Any]) -> None:
+        for expression in items:
+            rubric.evaluate(expression, variables, compiled.limits)
+        rubric.evaluate(compiled.eligible, {**variables, **result}, compiled.limits)
+
+    return run
+
+
 def timed(work: Callable[[], object]) -> float:
     started = time.perf_counter()
     work()
@@ -86,12 +104,13 @@ def main() -> None:
     compiled, harness = compile_contract(doc), doc.harness
     subs = subjects(args.conversations)
     inputs = [build_input(s, harness) for s in subs]
-    peer = direct_peer(compiled)
+    peer, calls = direct_peer(compiled), rubric_calls(compiled)
     cases: dict[str, Callable[[], object]] = {
         "engine": lambda: [evaluate_subject(compiled, i) for i in inputs],
         "peer": lambda: [peer(i) for i in inputs],
         "engine+inputs": lambda: [evaluate_subject(compiled, build_input(s, harness)) for s in subs],
         "peer+inputs": lambda: [peer(build_input(s, harness)) for s in subs],
+        "rubric only": lambda: [calls(i) for i in inputs],
     }
     rates: dict[str, list[float]] = {name: [] for name in cases}
     for r in range(args.repeats):
@@ -99,7 +118,7 @@ def main() -> None:
         for name in order:
             rates[name].append(len(subs) / timed(cases[name]))
     print(f"{len(subs):,} turn subjects, 5 criteria + 1 gate + eligibility, {args.repeats} repeats")
-    for ours, theirs in (("engine", "peer"), ("engine+inputs", "peer+inputs")):
+    for ours, theirs in (("engine", "peer"), ("engine+inputs", "peer+inputs"), ("rubric only", "peer")):
         ratio = statistics.median(a / b for a, b in zip(rates[ours], rates[theirs], strict=True))
         print(f"{ours:<14} {statistics.median(rates[ours]):>8,.0f} subjects/s   "
               f"CEL direct {statistics.median(rates[theirs]):>8,.0f}   ratio {ratio:.2f} (goal >= 0.8)")

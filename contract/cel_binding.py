@@ -31,6 +31,7 @@ from contract import cel_functions, cel_scan
 # (the binding logs and ignores its exceptions), so it hands back a tiny value that most
 # operators refuse: the rest of a doomed evaluation is cheap, and its result is discarded.
 SPENT = timedelta(0)
+_UNBOUND = object()
 
 
 class Budget(Protocol):
@@ -85,8 +86,11 @@ class Binding:
                 if value is not None:  # (a null is bound below, if this expression reads it)
                     with contextlib.suppress(Exception):  # reported by the expression reading it
                         self._bind(name, value)
+        values = self._values
         for name in expression.variables:  # always checked: what this expression reads is current
-            self._bind(name, variables.get(name))
+            value = variables.get(name)
+            if values.get(name, _UNBOUND) is not value:
+                self._bind(name, value)
         if expression.functions:
             for name in expression.functions - self._functions:
                 self._context.add_function(name, self._metered[name])
@@ -100,7 +104,7 @@ class Binding:
         return self._context
 
     def _bind(self, name: str, value: Any) -> None:
-        if name in self._values and self._values[name] is value:
+        if self._values.get(name, _UNBOUND) is value:
             return
         self._units.pop(name, None)
         try:

@@ -147,12 +147,14 @@ logging.getLogger("cel").addFilter(_QuietStops())
 class _Budget:
     """Fuel and deadline for one expression evaluation; every callback charges here."""
 
+    __slots__ = ("limit", "used", "deadline", "stopped", "sites")
+
     def __init__(self, limits: Limits) -> None:
         self.limit = limits.fuel
         self.used = 0
         self.deadline = time.monotonic() + limits.deadline_s
         self.stopped: EvaluationError | None = None
-        self.sites: dict[int, int] = {}
+        self.sites: dict[int, int] | None = None  # made on the first map/filter step
 
     def charge(self, units: int) -> None:
         if self.stopped is not None:
@@ -177,6 +179,8 @@ class _Budget:
         # Steps of one map/filter site are charged 1 + n/64, a quadratic total, because
         # each step copies the accumulator. Counts persist across re-entries of a nested
         # site, which overcharges inner loops; a deliberate bias towards refusing.
+        if self.sites is None:
+            self.sites = {}
         count = self.sites.get(site, 0)
         self.sites[site] = count + 1
         self.charge(1 + count // 64)

@@ -1,18 +1,21 @@
 """Where a rubric expression's variables and functions live while it runs: one CEL context
-per thread, reused for every expression evaluated against the same input.
+per thread, reused by every evaluation on that thread.
 
-Converting a Python value into CEL is the expensive part of an evaluation (about 2.5 µs
-per dict entry in the binding), and a contract's expressions mostly read the same few
-variables. So the context keeps what it converted for as long as the caller passes the
-same mapping object with the same value objects: the five criteria and the gate of one
-subject convert `counts` once, not once per read. A new mapping (the next subject, or the
-eligibility input) starts a new context; a value replaced in the mapping is converted
-again. Values must not be mutated in place while they are being evaluated against, which
-`build_input` never does.
+Converting a Python value into CEL is the expensive part of an evaluation (1-2.5 µs per
+dict entry in the binding), and a contract's expressions mostly read the same few
+variables. So the context keeps each variable converted for as long as the value object
+under that name stays the same: the criteria, gates and eligibility of one subject
+(eligibility gets a copy of the input plus its result, with the same value objects)
+convert `counts` once, not once per read or per expression. When a new mapping arrives,
+every name seen so far moves to its new value at once, so the context is rebuilt once
+per subject rather than once per expression. Values must not be mutated in place between
+evaluations (`build_input` builds fresh ones per subject); the context holds the latest
+value of each name, at most one per variable name and thread.
 
 Metering is unchanged by the reuse: the resolver is still called on every read of a free
 variable (CEL consults it before the converted value), and charges the value's size each
 time; extension functions and the comprehension meter charge the evaluation's own budget.
+Only the functions an expression calls are registered.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,6 +26,9 @@ class Settings(BaseSettings):
         "", description="Kafka bootstrap servers; empty means the database log replaces Kafka"
     )
     topic_prefix: str = Field("hcp", description="Topics are <prefix>.events and <prefix>.rewards")
+    kafka_producer: Literal["confluent-kafka", "kafka-python"] = Field(
+        "confluent-kafka", description="The relay's Kafka client: librdkafka, or pure-Python kafka-python"
+    )
     redis_url: str = Field(
         "", description="Celery broker URL; empty means training tasks run in-process"
     )

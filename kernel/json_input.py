@@ -109,6 +109,53 @@ def _decode(raw: bytes) -> str:
 def check_json_value(value: Any, limits: JsonLimits, root: str = "") -> None:
     """Raise ``JsonRejected`` naming the first field (in document order) that breaks a
     limit or cannot be stored faithfully. Iterative, so any depth is safe to check."""
+    if _within(value, limits):
+        return
+    _name_the_problem(value, limits, root)
+
+
+def _within(value: Any, limits: JsonLimits) -> bool:
+    """The fast pass every accepted payload takes: is anything wrong? (no paths built)"""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth >= limits.max_depth:
+            return False
+        if type(node) is dict:  # exactly: the subclass _DuplicateKeys is not within
+            if len(node) > limits.max_object_keys:
+                return False
+            items: Any = node.items()
+        elif type(node) is list:
+            items = enumerate(node)
+        else:
+            return False
+        for key, child in items:
+            if key.__class__ is str and not _text_ok(key, limits):
+                return False
+            kind = child.__class__
+            if kind is str:
+                if not _text_ok(child, limits):
+                    return False
+            elif kind is dict or kind is list or kind is _DuplicateKeys:
+                stack.append((child, depth + 1))
+            elif kind is float and not math.isfinite(child):
+                return False
+    return True
+
+
+def _text_ok(text: str, limits: JsonLimits) -> bool:
+    if len(text) > limits.max_string_chars or "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _name_the_problem(value: Any, limits: JsonLimits, root: str) -> None:
     stack: list[tuple[Any, str, int]] = [(value, root, 0)]
     while stack:
         node, path, depth = stack.pop()

@@ -144,7 +144,8 @@ def _address(scope: Scope) -> str:
 
 def _content_length(scope: Scope) -> int | None:
     value = _header(scope, b"content-length")
-    return int(value) if value is not None and value.strip().isdigit() else None
+    value = (value or "").strip()
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def _unauthorized(message: str) -> JSONResponse:

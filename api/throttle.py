@@ -5,7 +5,9 @@ it named; a bucket refills at ``per_second`` up to ``burst``. While any bucket a
 would charge is empty, the request is refused (429) before its key is even looked up, so
 guessing secrets costs the guesser time, not the database.
 
-The state lives in this process: with N API processes a client gets N allowances.
+The address is the direct peer's (``scope["client"]``; X-Forwarded-For is not trusted),
+so clients behind one proxy share an allowance. The state lives in this process: with N
+API processes a client gets N allowances.
 That bounds the rate well enough against guessing (keys carry 256 random bits); a
 shared store would be needed only to make the allowance exact. Pure: the clock is given.
 """

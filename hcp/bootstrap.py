@@ -27,6 +27,7 @@ from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
 from events.store import EventStore
+from hcp.health import DependencyProbes
 from hcp.migrate import require_schema_at_head
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
@@ -67,6 +68,12 @@ class Container:
     @cached_property
     def keys(self) -> ApiKeys:
         return ApiKeys(self.engine)
+
+    @cached_property
+    def health(self) -> DependencyProbes:
+        settings = self.settings
+        return DependencyProbes(self.engine, settings.kafka_bootstrap, settings.redis_url,
+                                settings.health_timeout_s)
 
     # --- evaluators --------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from kernel.json_input import JsonLimits
+
 DEFAULT_DATA_DIR = Path("hcp-data")
 
 
@@ -37,6 +39,21 @@ class Settings(BaseSettings):
     )
     max_batch_events: int = Field(500, description="Most events one POST /v1/events may carry")
     max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
+    max_body_bytes: int = Field(
+        16_777_216, ge=1, description="Largest request body; larger ones get 413 unread")
+    max_json_depth: int = Field(64, ge=1, description="Deepest nesting of an event payload")
+    max_json_object_keys: int = Field(1000, ge=1, description="Most keys in one payload object")
+    max_json_string_chars: int = Field(
+        131_072, ge=1, description="Longest string (or key) in a payload, in characters")
+    auth_failure_burst: int = Field(
+        20, ge=1, description="Failed authentications a client address (or key id) may make "
+        "before 429; per API process")
+    auth_failure_per_second: float = Field(
+        1.0, gt=0, description="How fast that allowance refills, failures per second")
+    health_timeout_s: float = Field(
+        1.5, gt=0, description="How long /healthz waits for each dependency")
+    unavailable_retry_after_s: int = Field(
+        5, ge=1, description="Retry-After of a 503 when the database is unreachable")
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
 
@@ -52,6 +69,10 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'hcp.sqlite3').resolve()}"
+
+    @property
+    def json_limits(self) -> JsonLimits:
+        return JsonLimits(self.max_json_depth, self.max_json_object_keys, self.max_json_string_chars)
 
     @property
     def embedded(self) -> bool:

@@ -9,7 +9,6 @@ is the effective status.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -22,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from events.store import EventStore
 from kernel.clock import utc
 from kernel.errors import Conflict, Invalid, NotFound
+from kernel.json_input import JsonLimits, JsonRejected, check_json_value, parse_strict
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.ml.digest import weights_sha256
 from trainer.registry.aliases import latest_move, move_in
@@ -71,12 +71,7 @@ class Registry:
             Conflict: ``name`` is taken by other weights.
         """
         _check_name("base model", name)
-        root = Path(path).resolve()
-        try:
-            digest = weights_sha256(root)
-            config = json.loads((root / "config.json").read_text())
-        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as exc:
-            raise Invalid(f"{root} is not a model directory: {exc}") from None
+        root, digest, config = _read_model_dir(path)
         with self.engine.begin() as conn:
             lock_registry(conn)
             existing = conn.execute(select(base_models).where(base_models.c.name == name)).first()
@@ -188,6 +183,27 @@ def change_status_in(conn: Connection, store: EventStore, adapter: AdapterVersio
     conn.execute(adapter_status_changes.insert().values(
         position=event.position, adapter_id=adapter.adapter_id, status=status, actor=actor,
         reason=reason, changed_at=event.recorded_at))
+
+
+def _read_model_dir(path: str | Path) -> tuple[Path, str, dict[str, Any]]:
+    """The directory, its weight digest and its config.json (an object, storable as read).
+
+    Raises:
+        Invalid (field ``path``): not a readable model directory, or a config.json that is
+        not UTF-8 JSON of an object the log can store exactly (see ``kernel.json_input``).
+    """
+    try:
+        root = Path(path).resolve()
+        digest = weights_sha256(root)
+        config = parse_strict((root / "config.json").read_bytes())
+        check_json_value(config, JsonLimits(), "config.json")
+        if not isinstance(config, dict):
+            raise JsonRejected("config.json", "is not a JSON object")
+    except (OSError, ValueError) as exc:  # missing, unreadable, NUL in the path, bad JSON
+        invalid = Invalid(f"{path} is not a model directory: {exc}")
+        invalid.field = "path"
+        raise invalid from None
+    return root, digest, config
 
 
 def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str) -> AdapterVersion:

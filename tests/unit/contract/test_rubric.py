@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from contract.rubric import (
+    DEFAULT_LIMITS,
     EvaluationError,
     ExpressionError,
-    DEFAULT_LIMITS,
     Limits,
     as_bool,
     as_score,

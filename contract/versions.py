@@ -20,6 +20,7 @@ from contract.document import ContractDocument, content_hash, parse_contract
 from contract.tables import contract_versions as cv
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.store import EventStore
+from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import Conflict, NotFound
 
@@ -152,6 +153,15 @@ class ContractVersions:
     def active(self) -> list[ContractVersion]:
         """Every published (not retired) version: each one scores every new subject."""
         return self.versions(status=PUBLISHED)
+
+    def active_at(self, at: datetime) -> list[ContractVersion]:
+        """The versions that were published and not yet retired at ``at``, by name and version."""
+        moment = utc(at)  # stored as UTC wall time (SQLite keeps no offset)
+        query = (select(cv).where(cv.c.published_at.is_not(None), cv.c.published_at <= moment,
+                                  cv.c.retired_at.is_(None) | (cv.c.retired_at > moment))
+                 .order_by(cv.c.name, cv.c.version))
+        with self.engine.connect() as conn:
+            return [_entity(r) for r in conn.execute(query)]
 
     def latest_published(self, name: str) -> ContractVersion:
         published = [v for v in self.versions(name) if v.status == PUBLISHED]

@@ -72,5 +72,8 @@ class InMemoryEventStore(EventStore):
                     if e.type in types and after < e.position <= upto]
         return (matching[::-1] if newest_first else matching)[:limit]
 
+    def streams_of_tenant(self, tenant: str) -> list[str]:
+        return sorted({e.stream_id for e in self.events if e.metadata.tenant == tenant})
+
     def head(self) -> int:
         return len(self.events)

@@ -25,6 +25,7 @@ from kernel.errors import Conflict, Invalid, NotFound
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.ml.digest import weights_sha256
 from trainer.registry.aliases import latest_move, move_in
+from trainer.registry.ancestry import adapters_in, record_ancestry_in
 from trainer.registry.model import (
     CANDIDATE,
     PROMOTED,
@@ -37,6 +38,7 @@ from trainer.registry.model import (
     Specialist,
     adapter_id_of,
 )
+from trainer.registry.rows import adapter_from_row, base_from_row
 from trainer.registry.tables import (
     adapter_contract_versions,
     adapter_status_changes,
@@ -84,7 +86,7 @@ class Registry:
                 if existing.weights_sha256 != digest:
                     raise Conflict(f"base model '{name}' is registered with other weights "
                                    f"({existing.weights_sha256[:12]}…); choose another name")
-                return _base(existing)
+                return base_from_row(existing)
             event = record(self.store, conn, f"base_model:{name}", "base_model.registered", {
                 "name": name, "path": str(root), "weights_sha256": digest, "config": config,
             }, actor)
@@ -99,11 +101,11 @@ class Registry:
             row = conn.execute(select(base_models).where(base_models.c.name == name)).first()
         if row is None:
             raise NotFound(f"no base model '{name}'")
-        return _base(row)
+        return base_from_row(row)
 
     def base_models(self) -> list[BaseModelEntry]:
         with self.engine.connect() as conn:
-            return [_base(r) for r in conn.execute(select(base_models).order_by(base_models.c.name))]
+            return [base_from_row(r) for r in conn.execute(select(base_models).order_by(base_models.c.name))]
 
     # --- specialists -------------------------------------------------------------
 
@@ -149,6 +151,12 @@ class Registry:
             ids = list(conn.execute(query.limit(limit)).scalars())
             found = [adapter_in(conn, i) for i in ids]
         return self._with_hashes(found)
+
+    def versions(self, adapter_ids: Iterable[str]) -> dict[str, AdapterVersion]:
+        """The stored versions among ``adapter_ids``, by id, in a few batched queries."""
+        with self.engine.connect() as conn:
+            found = adapters_in(conn, adapter_ids)
+        return {a.adapter_id: a for a in self._with_hashes(found)}
 
     def _with_hashes(self, adapters: list[AdapterVersion]) -> list[AdapterVersion]:
         hashes = self.contract_hashes({(c.name, c.version) for a in adapters
@@ -219,6 +227,7 @@ def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str
             {"adapter_id": adapter_id, "contract_name": r["name"], "contract_version": r["version"]}
             for r in refs
         ])
+    record_ancestry_in(conn, adapter_id, new.parent_adapter_id)
     return adapter_in(conn, adapter_id)
 
 
@@ -254,21 +263,7 @@ def adapter_in(conn: Connection, adapter_id: str) -> AdapterVersion:
         .where(adapter_contract_versions.c.adapter_id == adapter_id)
         .order_by(adapter_contract_versions.c.contract_name, adapter_contract_versions.c.contract_version)
     )
-    return AdapterVersion(
-        adapter_id=row.adapter_id, specialist=row.specialist, version=row.version,
-        parent_adapter_id=row.parent_adapter_id, base_model=row.base_model,
-        training_run_id=row.training_run_id, manifest_id=row.manifest_id, hyper=row.hyper,
-        metrics=row.metrics, artifact_sha256=row.artifact_sha256, artifact_uri=row.artifact_uri,
-        registered_status=row.status, status=latest or row.status,
-        registered_by=row.registered_by, registered_at=utc(row.registered_at),
-        contract_versions=[ContractRef(n, v) for n, v in refs],
-    )
-
-
-def _base(row: Any) -> BaseModelEntry:
-    return BaseModelEntry(name=row.name, path=row.path, weights_sha256=row.weights_sha256,
-                          config=row.config, registered_by=row.registered_by,
-                          registered_at=utc(row.registered_at))
+    return adapter_from_row(row, latest, [ContractRef(n, v) for n, v in refs])
 
 
 def _specialist(row: Any) -> Specialist:

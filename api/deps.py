@@ -11,7 +11,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from access.keys import Principal
 from api.metrics import Metrics
+from audit.asof import AsOf
+from audit.downstream import Downstream
 from audit.lineage import Lineage
+from audit.upstream import Upstream
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
 from evaluators.reevaluation import Reevaluations
@@ -60,6 +63,9 @@ RegistryDep = Annotated[Registry, _service("registry")]
 AliasesDep = Annotated[Aliases, _service("aliases")]
 ResolverDep = Annotated[Resolver, _service("resolver")]
 LineageDep = Annotated[Lineage, _service("lineage")]
+UpstreamDep = Annotated[Upstream, _service("upstream")]
+DownstreamDep = Annotated[Downstream, _service("downstream")]
+AsOfDep = Annotated[AsOf, _service("as_of")]
 RunsDep = Annotated[Runs, _service("runs")]
 PoliciesDep = Annotated[Policies, _service("policies")]
 TriggersDep = Annotated[Triggers, _service("triggers")]
@@ -96,3 +102,4 @@ RewardsRead = Annotated[Principal, Depends(require("rewards:read"))]
 RegistryRead = Annotated[Principal, Depends(require("registry:read"))]
 RegistryWrite = Annotated[Principal, Depends(require("registry:write"))]
 TrainWrite = Annotated[Principal, Depends(require("train:write"))]
+LineageRead = Annotated[Principal, Depends(require("lineage:read"))]

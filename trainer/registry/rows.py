@@ -15,7 +15,7 @@ def adapter_from_row(row: Any, latest_status: str | None, refs: list[ContractRef
         parent_adapter_id=row.parent_adapter_id, base_model=row.base_model,
         training_run_id=row.training_run_id, manifest_id=row.manifest_id, hyper=row.hyper,
         metrics=row.metrics, artifact_sha256=row.artifact_sha256, artifact_uri=row.artifact_uri,
-        registered_status=row.status, status=latest_status or row.status,
+        registered_status=row.status, status=latest_status or row.status,  # type: ignore[arg-type]
         registered_by=row.registered_by, registered_at=utc(row.registered_at),
         contract_versions=refs,
     )

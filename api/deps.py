@@ -23,6 +23,7 @@ from events.store import EventStore
 from hcp.bootstrap import Container
 from hcp.settings import Settings
 from trainer.registry.aliases import Aliases
+from trainer.registry.artifacts import ArtifactStore
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
 from trainer.runs.store import Runs
@@ -62,6 +63,7 @@ ReevaluationsDep = Annotated[Reevaluations, _service("reevaluations")]
 RegistryDep = Annotated[Registry, _service("registry")]
 AliasesDep = Annotated[Aliases, _service("aliases")]
 ResolverDep = Annotated[Resolver, _service("resolver")]
+ArtifactsDep = Annotated[ArtifactStore, _service("artifacts")]
 LineageDep = Annotated[Lineage, _service("lineage")]
 UpstreamDep = Annotated[Upstream, _service("upstream")]
 DownstreamDep = Annotated[Downstream, _service("downstream")]

@@ -4,6 +4,7 @@ the state as of a time, dataset manifests, and the W3C PROV export of an ancestr
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -80,8 +81,12 @@ def downstream(
                                "contract": contract}.items() if v is not None}
     if len(given) != 1:
         raise invalid(f"give exactly one of event_id, stream_id, tenant, contract; got "
-                      f"{sorted(given) or 'none'}", sorted(given)[-1] if given else "event_id")
+                      f"{sorted(given) or 'none'}", f"query.{sorted(given)[-1] if given else 'event_id'}")
     if event_id is not None:
+        try:
+            uuid.UUID(event_id)
+        except ValueError:
+            raise invalid(f"event_id '{event_id}' is not a UUID", "query.event_id") from None
         return lineage.of_event(event_id, alias, limit)
     if stream_id is not None:
         return lineage.of_stream(stream_id, alias, limit, after)
@@ -89,7 +94,7 @@ def downstream(
         return lineage.of_tenant(tenant, alias, limit, after)
     match = CONTRACT_REF.fullmatch(contract or "")
     if match is None:
-        raise invalid(f"contract '{contract}' must be name@version", "contract")
+        raise invalid(f"contract '{contract}' must be name@version", "query.contract")
     return lineage.of_contract_version(match["name"], int(match["version"]), alias, limit, after)
 
 

@@ -57,6 +57,10 @@ class HcpRunFacet(RunFacet):
     kind: str  # evaluation | manifest_freeze | training
     details: dict[str, Any] = attr.field(factory=dict)
 
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self._producer = PRODUCER
+
     @staticmethod
     def _get_schema() -> str:
         return HCP_FACET_SCHEMA

@@ -12,6 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from sqlalchemy.engine import Connection, Engine
+
 from audit.errors import invalid
 from audit.views import (
     AdapterReached,
@@ -30,17 +32,17 @@ from kernel.errors import NotFound
 from trainer.datasets.members import ManifestIndex, Reach
 from trainer.registry.aliases import Aliases
 from trainer.registry.ancestry import Ancestry
-from trainer.registry.registry import Registry
 
 MAX_ITEMS = 1000
 
 
 class Downstream:
-    def __init__(self, store: EventStore, rewards: RewardStore, contracts: ContractVersions,
-                 index: ManifestIndex, ancestry: Ancestry, registry: Registry,
+    def __init__(self, engine: Engine, store: EventStore, rewards: RewardStore,
+                 contracts: ContractVersions, index: ManifestIndex, ancestry: Ancestry,
                  aliases: Aliases) -> None:
-        self.store, self.rewards, self.contracts = store, rewards, contracts
-        self.index, self.ancestry, self.registry, self.aliases = index, ancestry, registry, aliases
+        # One connection, lent by the engine, is shared by every store read of a query.
+        self.engine, self.store, self.rewards, self.contracts = engine, store, rewards, contracts
+        self.index, self.ancestry, self.aliases = index, ancestry, aliases
 
     def of_event(self, event_id: str, alias: str | None = None, limit: int = 100) -> DownstreamOut:
         """What one event reached: the rewards of the subjects that hold it, and onwards.
@@ -52,13 +54,14 @@ class Downstream:
             parsed = uuid.UUID(event_id)
         except ValueError:
             raise invalid(f"event_id '{event_id}' is not a UUID", "event_id") from None
-        event = self.store.get(parsed)
-        if event is None:
-            raise NotFound(f"no event '{event_id}'")
-        found = self.rewards.containing_event(event.stream_id, event.position, parsed)
-        reached = self.index.holding_rewards(r.reward_id for r in found)
-        return self._onwards(SourceOut(kind="event", id=str(parsed)),
-                             _page(len(found), found, limit), reached, alias)
+        with self.engine.connect() as conn:
+            event = self.store.get_many([parsed], conn).get(str(parsed))
+            if event is None:
+                raise NotFound(f"no event '{event_id}'")
+            found = self.rewards.containing_event(event.stream_id, event.position, parsed, conn)
+            reached = self.index.holding_rewards((r.reward_id for r in found), conn)
+            return self._onwards(SourceOut(kind="event", id=str(parsed)),
+                                 _page(len(found), found, limit), reached, alias, conn)
 
     def of_stream(self, stream_id: str, alias: str | None = None, limit: int = 100,
                   after: int = 0) -> DownstreamOut:
@@ -69,9 +72,10 @@ class Downstream:
         """
         if not self.store.read_stream(stream_id, limit=1):
             raise NotFound(f"no stream '{stream_id}'")
-        total, page = self.rewards.of_streams([stream_id], after, _cap(limit))
-        return self._onwards(SourceOut(kind="stream", id=stream_id), _page(total, page, limit),
-                             self.index.holding_streams([stream_id]), alias)
+        with self.engine.connect() as conn:
+            total, page = self.rewards.of_streams([stream_id], after, _cap(limit), conn)
+            return self._onwards(SourceOut(kind="stream", id=stream_id), _page(total, page, limit),
+                                 self.index.holding_streams([stream_id], conn), alias, conn)
 
     def of_tenant(self, tenant: str, alias: str | None = None, limit: int = 100,
                   after: int = 0) -> DownstreamOut:
@@ -83,9 +87,10 @@ class Downstream:
         streams = self.store.streams_of_tenant(tenant)
         if not streams:
             raise NotFound(f"no event of tenant '{tenant}'")
-        total, page = self.rewards.of_streams(streams, after, _cap(limit))
-        return self._onwards(SourceOut(kind="tenant", id=tenant), _page(total, page, limit),
-                             self.index.holding_streams(streams), alias)
+        with self.engine.connect() as conn:
+            total, page = self.rewards.of_streams(streams, after, _cap(limit), conn)
+            return self._onwards(SourceOut(kind="tenant", id=tenant), _page(total, page, limit),
+                                 self.index.holding_streams(streams, conn), alias, conn)
 
     def of_contract_version(self, name: str, version: int, alias: str | None = None,
                             limit: int = 100, after: int = 0) -> DownstreamOut:
@@ -98,25 +103,25 @@ class Downstream:
         page = self.rewards.find(RewardQuery(contract_name=name, contract_version=version,
                                              after=after, limit=_cap(limit)))
         total = self.rewards.count(name, version)
-        return self._onwards(SourceOut(kind="contract_version", id=f"{name}@{version}"),
-                             _page(total, page, limit),
-                             self.index.holding_contract_version(name, version), alias)
+        with self.engine.connect() as conn:
+            return self._onwards(SourceOut(kind="contract_version", id=f"{name}@{version}"),
+                                 _page(total, page, limit),
+                                 self.index.holding_contract_version(name, version, conn), alias, conn)
 
     def _onwards(self, source: SourceOut, rewards: RewardsReached, reached: list[Reach],
-                 alias: str | None) -> DownstreamOut:
+                 alias: str | None, conn: Connection) -> DownstreamOut:
         manifest_ids = [r.manifest_id for r in reached]
-        summaries = self.index.summaries(manifest_ids)
-        trained = self.ancestry.trained_on(manifest_ids)
-        nearest = self.ancestry.descendants(a for ids in trained.values() for a in ids)
-        versions = self.registry.versions(nearest)
-        windows = [w for w in self.aliases.windows(nearest) if alias is None or w.alias == alias]
+        headers = self.index.headers(manifest_ids, conn)
+        trained = self.ancestry.trained_on(manifest_ids, conn)
+        nearest = self.ancestry.descendants((a for ids in trained.values() for a in ids), conn)
+        versions = self.ancestry.briefs(nearest, conn)
+        windows = [w for w in self.aliases.windows(nearest, conn) if alias is None or w.alias == alias]
         return DownstreamOut(
             source=source, rewards=rewards,
-            manifests=[ManifestReached(manifest_id=r.manifest_id,
-                                       specialist=summaries[r.manifest_id].specialist,
-                                       content_hash=summaries[r.manifest_id].content_hash,
-                                       members=r.members, adapters=trained.get(r.manifest_id, []))
-                       for r in reached if r.manifest_id in summaries],
+            manifests=[ManifestReached(manifest_id=r.manifest_id, specialist=headers[r.manifest_id][0],
+                                       content_hash=headers[r.manifest_id][1], members=r.members,
+                                       adapters=trained.get(r.manifest_id, []))
+                       for r in reached if r.manifest_id in headers],
             adapters=[AdapterReached(adapter_id=a.adapter_id, specialist=a.specialist,
                                      version=a.version, status=a.status,
                                      generations=nearest[a.adapter_id])

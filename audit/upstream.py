@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
 from audit.views import (
     ArtifactOut,
     BaseModelRef,
@@ -46,11 +48,14 @@ MAX_PAGE = 1000
 
 
 class Upstream:
-    def __init__(self, ancestry: Ancestry, registry: Registry, index: ManifestIndex,
+    def __init__(self, engine: Engine, ancestry: Ancestry, registry: Registry, index: ManifestIndex,
                  manifests: Manifests, runs: Runs, firings: FiringLog, rewards: RewardStore,
                  store: EventStore) -> None:
-        self.ancestry, self.registry, self.index, self.manifests = ancestry, registry, index, manifests
-        self.runs, self.firings, self.rewards, self.store = runs, firings, rewards, store
+        # The engine only lends one connection that every store's read shares: a query is
+        # then one checkout, not one per store (each costs a ping and a rollback).
+        self.engine, self.ancestry, self.registry, self.index = engine, ancestry, registry, index
+        self.manifests, self.runs, self.firings, self.rewards, self.store = (
+            manifests, runs, firings, rewards, store)
 
     def of(self, adapter_id: str) -> UpstreamOut:
         """The version and its ancestors, nearest first.
@@ -58,12 +63,13 @@ class Upstream:
         Raises:
             NotFound: no such version.
         """
-        chain = self.ancestry.ancestors(adapter_id)
-        adapters = self.registry.versions(chain)
-        runs = self.runs.get_many(a.training_run_id for a in adapters.values())
-        firings = self.firings.by_ids(r.firing_id for r in runs.values())
-        summaries = self.index.summaries(a.manifest_id for a in adapters.values())
-        bases = self.ancestry.base_models(a.base_model for a in adapters.values())
+        with self.engine.connect() as conn:
+            chain = self.ancestry.ancestors(adapter_id, conn)
+            adapters = self.registry.versions(chain, conn)
+            runs = self.runs.get_many((a.training_run_id for a in adapters.values()), conn)
+            firings = self.firings.by_ids((r.firing_id for r in runs.values()), conn)
+            summaries = self.index.summaries((a.manifest_id for a in adapters.values()), conn)
+            bases = self.ancestry.base_models((a.base_model for a in adapters.values()), conn)
         versions = []
         for depth, version_id in enumerate(chain):
             adapter = adapters[version_id]
@@ -83,10 +89,12 @@ class Upstream:
             NotFound: no such version.
         """
         adapter = self.registry.adapter(adapter_id)
-        summary = self.index.summaries([adapter.manifest_id])[adapter.manifest_id]
-        members = self.index.members(adapter.manifest_id, after, min(limit, MAX_PAGE), split)
-        rewards = {str(r.reward_id): r for r in self.rewards.by_ids(m.reward_id for m in members)}
-        events = self.store.get_many(e for r in rewards.values() for e in r.event_ids)
+        with self.engine.connect() as conn:
+            summary = self.index.summaries([adapter.manifest_id], conn)[adapter.manifest_id]
+            members = self.index.members(adapter.manifest_id, after, min(limit, MAX_PAGE), split, conn)
+            rewards = {str(r.reward_id): r
+                       for r in self.rewards.by_ids((m.reward_id for m in members), conn)}
+            events = self.store.get_many((e for r in rewards.values() for e in r.event_ids), conn)
         records = []
         for member in members:
             reward = rewards[member.reward_id]

@@ -179,15 +179,16 @@ class ContractVersions:
                 latest[row.name] = _entity(row)  # ordered by version: the last one stays
         return [latest[name] for name in sorted(latest)]
 
-    def content_hashes(self, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
-        """The content hash of each (name, version) that exists."""
+    def content_hashes(self, refs: Iterable[tuple[str, int]],
+                       conn: Connection | None = None) -> dict[tuple[str, int], str]:
+        """The content hash of each (name, version) that exists (``conn``: one to share)."""
         wanted = set(refs)
         if not wanted:
             return {}
         names = {name for name, _ in wanted}
         query = select(cv.c.name, cv.c.version, cv.c.content_hash).where(cv.c.name.in_(names))
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+        with reading(self.engine, conn) as c:
+            rows = c.execute(query).all()
         return {(r.name, r.version): r.content_hash for r in rows if (r.name, r.version) in wanted}
 
     def history(self, name: str) -> list[RecordedEvent]:

@@ -152,13 +152,13 @@ class Container:
 
     @cached_property
     def upstream(self) -> Upstream:
-        return Upstream(self.ancestry, self.registry, self.manifest_index, self.manifests,
+        return Upstream(self.engine, self.ancestry, self.registry, self.manifest_index, self.manifests,
                         self.runs, FiringLog(self.engine), self.rewards, self.store)
 
     @cached_property
     def downstream(self) -> Downstream:
-        return Downstream(self.store, self.rewards, self.contracts, self.manifest_index,
-                          self.ancestry, self.registry, self.aliases)
+        return Downstream(self.engine, self.store, self.rewards, self.contracts, self.manifest_index,
+                          self.ancestry, self.aliases)
 
     @cached_property
     def as_of(self) -> AsOf:

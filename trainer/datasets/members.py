@@ -103,40 +103,55 @@ class ManifestIndex:
                         created_at=utc(row.created_at))
         return found
 
+    def headers(self, manifest_ids: Iterable[str],
+                conn: Connection | None = None) -> dict[str, tuple[str, str]]:
+        """Manifest id -> (specialist, content hash), without reading the JSON columns."""
+        ids = sorted(set(manifest_ids))
+        found: dict[str, tuple[str, str]] = {}
+        with reading(self.engine, conn) as c:
+            for chunk in _chunks(ids):
+                query = (select(dm.c.manifest_id, dm.c.specialist, dm.c.content_hash)
+                         .where(dm.c.manifest_id.in_(chunk)))
+                found.update((m, (s, h)) for m, s, h in c.execute(query))
+        return found
+
     def members(self, manifest_id: str, after: int = 0, limit: int = 100,
-                split: str | None = None) -> list[Member]:
+                split: str | None = None, conn: Connection | None = None) -> list[Member]:
         """Members with reward position > ``after``, in position order (a page)."""
         query = select(mm).where(mm.c.manifest_id == manifest_id, mm.c.reward_position > after)
         if split is not None:
             query = query.where(mm.c.split == split)
-        with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(mm.c.reward_position).limit(limit))
+        with reading(self.engine, conn) as c:
+            rows = c.execute(query.order_by(mm.c.reward_position).limit(limit))
             return [_member(r) for r in rows]
 
-    def holding_rewards(self, reward_ids: Iterable[uuid.UUID | str]) -> list[Reach]:
+    def holding_rewards(self, reward_ids: Iterable[uuid.UUID | str],
+                        conn: Connection | None = None) -> list[Reach]:
         """The manifests that list any of ``reward_ids``, with how many of them each."""
         ids = sorted({uuid.UUID(str(i)) for i in reward_ids})
-        return self._reach(mm.c.reward_id, ids)
+        return self._reach(mm.c.reward_id, ids, conn)
 
-    def holding_streams(self, stream_ids: Iterable[str]) -> list[Reach]:
+    def holding_streams(self, stream_ids: Iterable[str],
+                        conn: Connection | None = None) -> list[Reach]:
         """The manifests that list a reward of any of these sessions, with how many."""
-        return self._reach(mm.c.stream_id, sorted(set(stream_ids)))
+        return self._reach(mm.c.stream_id, sorted(set(stream_ids)), conn)
 
-    def holding_contract_version(self, name: str, version: int) -> list[Reach]:
+    def holding_contract_version(self, name: str, version: int,
+                                 conn: Connection | None = None) -> list[Reach]:
         """The manifests that list rewards judged by ``name@version``, with how many."""
         query = (select(mcv.c.manifest_id, mcv.c.reward_count)
                  .where(mcv.c.contract_name == name, mcv.c.contract_version == version))
-        with self.engine.connect() as conn:
-            return sorted((Reach(r[0], int(r[1])) for r in conn.execute(query)),
+        with reading(self.engine, conn) as c:
+            return sorted((Reach(r[0], int(r[1])) for r in c.execute(query)),
                           key=lambda r: r.manifest_id)
 
-    def _reach(self, column: Any, values: Sequence[Any]) -> list[Reach]:
+    def _reach(self, column: Any, values: Sequence[Any], conn: Connection | None) -> list[Reach]:
         counts: Counter[str] = Counter()
-        with self.engine.connect() as conn:
+        with reading(self.engine, conn) as c:
             for chunk in _chunks(values):
                 query = (select(mm.c.manifest_id, func.count()).where(column.in_(chunk))
                          .group_by(mm.c.manifest_id))
-                for manifest_id, n in conn.execute(query):
+                for manifest_id, n in c.execute(query):
                     counts[manifest_id] += int(n)
         return [Reach(m, n) for m, n in sorted(counts.items())]
 

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from events.store import EventStore
 from kernel.clock import utc
+from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.registry.model import AliasMove, AliasWindow
@@ -143,7 +144,7 @@ class Aliases:
             moves = [_move(r) for r in conn.execute(query)]
         return sorted((m for m in moves if m.adapter_id), key=lambda m: (m.specialist, m.alias))
 
-    def windows(self, adapter_ids: Iterable[str]) -> list[AliasWindow]:
+    def windows(self, adapter_ids: Iterable[str], conn: Connection | None = None) -> list[AliasWindow]:
         """Every span during which an alias pointed at one of ``adapter_ids``: from the
         move that set it to the next move of that alias (None: it still does)."""
         am, nxt = alias_moves.c, alias_moves.alias("nxt").c
@@ -152,14 +153,14 @@ class Aliases:
                             nxt.position > am.position).scalar_subquery())
         ids = sorted(set(adapter_ids))
         opened: list[Any] = []
-        with self.engine.connect() as conn:
+        with reading(self.engine, conn) as c:
             for start in range(0, len(ids), 500):
                 query = (select(am.position, am.specialist, am.alias, am.adapter_id, am.moved_at,
                                 following.label("until_position"))
                          .where(am.adapter_id.in_(ids[start:start + 500])))
-                opened += conn.execute(query).all()
+                opened += c.execute(query).all()
             ends = [r.until_position for r in opened if r.until_position is not None]
-            until = dict(conn.execute(select(am.position, am.moved_at)
+            until = dict(c.execute(select(am.position, am.moved_at)
                                       .where(am.position.in_(ends))).all()) if ends else {}
         return sorted((AliasWindow(
             specialist=r.specialist, alias=r.alias, adapter_id=r.adapter_id, since=utc(r.moved_at),

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
 from events.store import EventStore
 from kernel.clock import utc
+from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.ml.digest import weights_sha256
@@ -47,9 +48,12 @@ from trainer.registry.tables import (
     specialists,
 )
 
+
 # The contract store's answer to "what is the content hash of NAME@VERSION": the
 # registry links adapters to contract versions but does not read the contract tables.
-ContractHashes = Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], str]]
+class ContractHashes(Protocol):
+    def __call__(self, refs: Iterable[tuple[str, int]],
+                 conn: Connection | None = None) -> dict[tuple[str, int], str]: ...
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,99}")
 
@@ -152,15 +156,17 @@ class Registry:
             found = [adapter_in(conn, i) for i in ids]
         return self._with_hashes(found)
 
-    def versions(self, adapter_ids: Iterable[str]) -> dict[str, AdapterVersion]:
+    def versions(self, adapter_ids: Iterable[str],
+                 conn: Connection | None = None) -> dict[str, AdapterVersion]:
         """The stored versions among ``adapter_ids``, by id, in a few batched queries."""
-        with self.engine.connect() as conn:
-            found = adapters_in(conn, adapter_ids)
-        return {a.adapter_id: a for a in self._with_hashes(found)}
+        with reading(self.engine, conn) as c:
+            found = self._with_hashes(adapters_in(c, adapter_ids), c)
+        return {a.adapter_id: a for a in found}
 
-    def _with_hashes(self, adapters: list[AdapterVersion]) -> list[AdapterVersion]:
+    def _with_hashes(self, adapters: list[AdapterVersion],
+                     conn: Connection | None = None) -> list[AdapterVersion]:
         hashes = self.contract_hashes({(c.name, c.version) for a in adapters
-                                       for c in a.contract_versions})
+                                       for c in a.contract_versions}, conn)
         return [replace(a, contract_versions=[
             replace(c, content_hash=hashes.get((c.name, c.version))) for c in a.contract_versions])
             for a in adapters]

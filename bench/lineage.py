@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -61,6 +62,16 @@ def main() -> None:
             run(parts, shape, args.samples, random.Random(args.seed))
         finally:
             parts.close()
+            if not args.reuse:
+                remove_tree(data_dir)
+
+
+def remove_tree(root: Path) -> None:
+    """Delete a scratch data dir; stored artifacts are read-only, so open them up first."""
+    for path in [root, *root.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def container(url: str, data_dir: Path) -> Container:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -56,6 +56,13 @@ class Settings(BaseSettings):
         5, ge=1, description="Retry-After of a 503 when the database is unreachable")
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
+    openlineage_namespace: str = Field(
+        "hcp", description="OpenLineage namespace of the exported jobs and datasets")
+    openlineage_transport: dict[str, Any] = Field(
+        default_factory=dict,
+        description='openlineage-python transport config as JSON, e.g. {"type": "file", '
+                    '"log_file_path": "ol.jsonl", "append": true}, {"type": "http", "url": …} or '
+                    '{"type": "kafka", "topic": …, "config": {"bootstrap.servers": …}}')
 
     @model_validator(mode="after")
     def _refuse_embedded_in_production(self) -> Settings:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from events.catalogue import CUSTOM_PREFIX, PayloadInvalid, validate_client_even
 from events.model import EventMetadata, NewEvent
 from events.store import Appended, EventStore
 from kernel.canonical import canonical_json
+from kernel.json_input import JsonLimits, JsonRejected, check_json_value
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class BatchRejected(ValueError):
 class IngestLimits:
     max_batch_events: int
     max_payload_bytes: int
+    payload: JsonLimits = field(default_factory=JsonLimits)  # depth, keys, string length
 
 
 # The registry's answer to "is this <kind> known": None if so, else why not. Kinds:
@@ -102,12 +104,12 @@ def _check_references(items: Sequence[ClientEvent], check: ReferenceCheck) -> No
     for index, item in enumerate(items):
         if _exempt(item):
             continue
-        for field, kind, value in references_of(item):
+        for where, kind, value in references_of(item):
             if (kind, value) not in answers:
                 answers[kind, value] = check(kind, value)
             problem = answers[kind, value]
             if problem is not None:
-                raise BatchRejected(f"events[{index}].{field}", f"{problem} (a harness ahead of "
+                raise BatchRejected(f"events[{index}].{where}", f"{problem} (a harness ahead of "
                                     f"the registry sets payload.{AHEAD_OF_REGISTRY} = true)")
         _check_pairing(index, item)
 
@@ -126,6 +128,12 @@ def _check_pairing(index: int, item: ClientEvent) -> None:
 
 
 def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits) -> NewEvent:
+    # First, before anything walks the payload recursively: it must be storable as sent
+    # (finite numbers, no lone surrogates or NUL, no duplicate keys) and within limits.
+    try:
+        check_json_value(item.payload, limits.payload, f"events[{index}].payload")
+    except JsonRejected as exc:
+        raise BatchRejected(exc.field, exc.message) from None
     try:
         version = validate_client_event(item.type, item.schema_version, item.payload)
     except PayloadInvalid as exc:

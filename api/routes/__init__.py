@@ -2,12 +2,14 @@
 
 from api.routes import (
     approvals,
+    artifacts,
     audit,
     compare,
     contracts,
     dryrun,
     events,
     health,
+    lineage,
     policies,
     rewards,
     serving,
@@ -15,5 +17,5 @@ from api.routes import (
 from api.routes import registry as registry_routes
 
 ROUTERS = [health.router, events.router, audit.router, contracts.router, registry_routes.router,
-           rewards.router, dryrun.router, serving.router, compare.router,
-           policies.router, approvals.router]
+           rewards.router, dryrun.router, lineage.router, artifacts.router, serving.router,
+           compare.router, policies.router, approvals.router]

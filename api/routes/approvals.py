@@ -10,8 +10,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from api.deps import Admin, ApprovalsDep, RegistryRead, RegistryWrite
+from api.jsonbody import StrictJsonRoute
+from api.responses import BODY, SECURED, errors
+from api.schemas.registry import AliasMoveOut
 
-router = APIRouter(prefix="/v1", tags=["registry"])
+router = APIRouter(prefix="/v1", tags=["registry"], route_class=StrictJsonRoute, responses=SECURED)
 
 
 class ProtectionIn(BaseModel):
@@ -49,25 +52,15 @@ class MoveRequestOut(BaseModel):
     decided_by: str | None
 
 
-class AliasMoveOut(BaseModel):
-    position: int
-    specialist: str
-    alias: str
-    adapter_id: str | None
-    previous_adapter_id: str | None
-    actor: str
-    reason: str
-    moved_at: datetime
-    kind: str
-
-
-@router.get("/specialists/{name}/aliases/{alias}/protection", response_model=ProtectionOut)
+@router.get("/specialists/{name}/aliases/{alias}/protection", response_model=ProtectionOut,
+            responses=errors(404))
 def protection(name: str, alias: str, approvals: ApprovalsDep, _: RegistryRead) -> dict[str, Any]:
     """Whether moving the alias needs a second key's approval."""
     return approvals.protection(name, alias)
 
 
-@router.put("/specialists/{name}/aliases/{alias}/protection", response_model=ProtectionOut)
+@router.put("/specialists/{name}/aliases/{alias}/protection", response_model=ProtectionOut,
+            responses={**BODY, **errors(404, 409)})
 def protect(name: str, alias: str, body: ProtectionIn, approvals: ApprovalsDep,
             principal: Admin) -> dict[str, Any]:
     """Protect (or unprotect) an alias; an admin key only."""
@@ -75,7 +68,7 @@ def protect(name: str, alias: str, body: ProtectionIn, approvals: ApprovalsDep,
 
 
 @router.post("/specialists/{name}/aliases/{alias}/requests", status_code=201,
-             response_model=MoveRequestOut)
+             response_model=MoveRequestOut, responses={**BODY, **errors(404, 409)})
 def request_move(name: str, alias: str, body: RequestIn, approvals: ApprovalsDep,
                  principal: RegistryWrite) -> dict[str, Any]:
     """Ask for a move (or rollback) of a protected alias; another key approves it."""
@@ -90,14 +83,16 @@ def pending(approvals: ApprovalsDep, _: RegistryRead,
     return [r.to_json() for r in approvals.pending(specialist)]
 
 
-@router.post("/alias-requests/{request_id}/approve", response_model=AliasMoveOut)
+@router.post("/alias-requests/{request_id}/approve", response_model=AliasMoveOut,
+             responses={**BODY, **errors(404, 409)})
 def approve(request_id: str, body: DecisionIn, approvals: ApprovalsDep,
             principal: RegistryWrite) -> dict[str, Any]:
     """Approve with a key other than the requester's: the alias moves (events)."""
     return approvals.approve(request_id, principal.actor, body.reason).to_json()
 
 
-@router.post("/alias-requests/{request_id}/reject", response_model=MoveRequestOut)
+@router.post("/alias-requests/{request_id}/reject", response_model=MoveRequestOut,
+             responses={**BODY, **errors(404, 409)})
 def reject(request_id: str, body: DecisionIn, approvals: ApprovalsDep,
            principal: RegistryWrite) -> dict[str, Any]:
     """Turn a request down; the alias stays."""

@@ -8,9 +8,12 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from api.deps import ComparisonsDep, ContractsRead
+from api.jsonbody import StrictJsonRoute
+from api.responses import SECURED, errors
 from evaluators.dryrun import MAX_SUBJECTS
 
-router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
+router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=StrictJsonRoute,
+                   responses=SECURED)
 
 
 class VersionOut(BaseModel):
@@ -56,10 +59,10 @@ class ComparisonOut(BaseModel):
     report: ReportOut
 
 
-@router.get("/{name}/compare", response_model=ComparisonOut)
+@router.get("/{name}/compare", response_model=ComparisonOut, responses=errors(404))
 def compare(name: str, comparisons: ComparisonsDep, _: ContractsRead,
-            a: Annotated[int, Query(ge=1, description="The older version (the baseline)")],
-            b: Annotated[int, Query(ge=1, description="The version whose latest rewards are compared")],
+            a: Annotated[int, Query(ge=1, le=2**31 - 1, description="The older version (baseline)")],
+            b: Annotated[int, Query(ge=1, le=2**31 - 1, description="Whose latest rewards are compared")],
             last: Annotated[int, Query(ge=1, le=MAX_SUBJECTS)] = 500,
             top: Annotated[int, Query(ge=0, le=100)] = 10,
             other: Annotated[str | None, Query(description="Contract of version a, if another")] = None,

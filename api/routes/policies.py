@@ -5,23 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
 
 from api.deps import PoliciesDep, TrainWrite
+from api.jsonbody import StrictJsonRoute
+from api.responses import SECURED, errors
+from api.schemas.training import PolicyOut
 
-router = APIRouter(prefix="/v1", tags=["training"])
-
-
-class EffectivePolicyOut(BaseModel):
-    specialist: str
-    source: str = Field(description="'contract:<name>@<version>', or 'none' (manual only)")
-    policy: dict[str, Any]
-    resolved: dict[str, Any]
+router = APIRouter(prefix="/v1", tags=["training"], route_class=StrictJsonRoute, responses=SECURED)
 
 
-@router.delete("/triggers/{specialist}", response_model=EffectivePolicyOut)
+@router.delete("/triggers/{specialist}", response_model=PolicyOut,
+               response_model_exclude_unset=True, responses=errors(404, 409))
 def clear_policy(specialist: str, policies: PoliciesDep, principal: TrainWrite,
                  reason: str = "") -> dict[str, Any]:
     """Drop the policy set through the API (a trigger.cleared event); answers with the
-    policy now in force. 409 when none was set."""
+    policy now in force (the contract's, or none). 409 when none was set."""
     return {"specialist": specialist, **policies.clear(specialist, principal.actor, reason).to_json()}

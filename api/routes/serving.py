@@ -10,11 +10,14 @@ from fastapi import APIRouter, Header, Query, Response
 from pydantic import BaseModel, Field
 
 from api.deps import ContractsDep, ContractsRead, ContractsWrite, ServingDep
+from api.jsonbody import StrictJsonRoute
+from api.responses import BODY, SECURED, errors
 from contract.harness_config import etag_matches
 from contract.serving import ServingMove
 from contract.versions import PUBLISHED
 
-router = APIRouter(prefix="/v1/contracts", tags=["serving"])
+router = APIRouter(prefix="/v1/contracts", tags=["serving"], route_class=StrictJsonRoute,
+                   responses=SECURED)
 
 
 class ServingMoveOut(BaseModel):
@@ -36,7 +39,7 @@ class ServingOut(BaseModel):
 
 
 class ServeIn(BaseModel):
-    version: int = Field(ge=1, description="A published version")
+    version: int = Field(ge=1, le=2**31 - 1, description="A published version")
     specialist: str | None = Field(None, description="One slot; null: every slot it declares")
     reason: str = Field(min_length=1, description="Recorded in the contract.serving_moved event")
 
@@ -87,7 +90,8 @@ def serving(name: str, serving: ServingDep, contracts: ContractsDep, _: Contract
                       scoring=scoring)
 
 
-@router.put("/{name}/serving", response_model=list[ServingMoveOut])
+@router.put("/{name}/serving", response_model=list[ServingMoveOut],
+            responses={**BODY, **errors(404, 409)})
 def serve(name: str, body: ServeIn, serving: ServingDep,
           principal: ContractsWrite) -> list[ServingMoveOut]:
     """Make a published version serve one specialist, or all it declares (events)."""
@@ -95,7 +99,7 @@ def serve(name: str, body: ServeIn, serving: ServingDep,
     return [_out(m) for m in moves]
 
 
-@router.get("/{name}/serving/{specialist}", response_model=ServingMoveOut)
+@router.get("/{name}/serving/{specialist}", response_model=ServingMoveOut, responses=errors(404))
 def serving_of(name: str, specialist: str, serving: ServingDep, _: ContractsRead,
                at: datetime | None = None) -> ServingMoveOut:
     """The version that serves ``specialist`` (now, or at ``at``); 404 if none did."""
@@ -110,7 +114,8 @@ def serving_history(name: str, specialist: str, serving: ServingDep, _: Contract
 
 
 @router.get("/{name}/serving/{specialist}/harness", response_model=HarnessConfigOut,
-            responses={304: {"description": "Unchanged since the ETag sent in If-None-Match"}})
+            responses={304: {"description": "Unchanged since the ETag sent in If-None-Match"},
+                       **errors(404)})
 def harness(name: str, specialist: str, serving: ServingDep, _: ContractsRead, response: Response,
             at: datetime | None = None,
             if_none_match: Annotated[str | None, Header()] = None) -> Any:

@@ -2,7 +2,7 @@
 re-runs in the firing key; rollbacks and protected aliases.
 
 Revision ID: 0008
-Revises: 0004
+Revises: 0007
 
 No data is written into the log here (a migration cannot take the log's lock): a
 contract published before this revision serves nothing until someone runs
@@ -15,7 +15,7 @@ from alembic import op
 from kernel.db import append_only_ddl
 
 revision = "0008"
-down_revision = "0004"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
@@ -133,6 +133,7 @@ def _forced_reruns(dialect: str) -> None:
 
 
 def downgrade() -> None:
+    # Forced re-runs share the old key with their first run: they must be gone first.
     with op.batch_alter_table("trigger_firings") as batch:
         batch.drop_constraint("uq_trigger_firings_work", type_="unique")
         batch.drop_column("rerun")
@@ -142,16 +143,12 @@ def downgrade() -> None:
     if dialect == "sqlite":
         for statement in append_only_ddl("trigger_firings", dialect):
             op.execute(statement)
-    with op.batch_alter_table("training_runs") as batch:
-        batch.drop_column("gate_outcome")
-    for table in ("alias_move_decisions", "alias_move_requests", "alias_protections"):
+    for table in ("alias_move_decisions", "alias_move_requests", "alias_protections",
+                  "contract_serving_moves"):
         op.drop_table(table)
-    with op.batch_alter_table("alias_moves") as batch:
-        batch.drop_column("kind")
-    if dialect == "sqlite":
-        for statement in append_only_ddl("alias_moves", dialect):
-            op.execute(statement)
-    with op.batch_alter_table("reevaluations") as batch:
-        batch.drop_column("subjects_skipped")
-        batch.drop_column("subjects_errored")
-    op.drop_table("contract_serving_moves")
+    # Plain columns go with ALTER TABLE … DROP COLUMN (SQLite >= 3.35 too): a batch copy of
+    # training_runs would drop a table that adapter versions and firings refer to.
+    for table, column in (("training_runs", "gate_outcome"), ("alias_moves", "kind"),
+                          ("reevaluations", "subjects_skipped"),
+                          ("reevaluations", "subjects_errored")):
+        op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")

@@ -123,7 +123,7 @@ class Triggers:
             query = query.where(trigger_firings.c.specialist == specialist)
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(trigger_firings.c.event_position.desc()).limit(limit))
-            return [_firing(r, created=True) for r in rows]
+            return [firing_from_row(r, created=True) for r in rows]
 
     def state(self, specialist: str) -> SpecialistState:
         with self.engine.connect() as conn:
@@ -196,7 +196,7 @@ class Triggers:
         existing = conn.execute(select(trigger_firings).where(key)
                                 .order_by(trigger_firings.c.rerun.desc()).limit(1)).first()
         if existing is not None and not force:
-            return _firing(existing, created=False)
+            return firing_from_row(existing, created=False)
         rerun = existing.rerun + 1 if existing is not None else 0
         base, hyper = self._base_and_hyper(conn, state, policy, base_model, hyper_overrides or {})
         manifest_id, manifest = self.manifests.freeze_in(conn, state.specialist, policy.contract,
@@ -221,7 +221,7 @@ class Triggers:
                   "fired_by": actor, "fired_at": event.recorded_at,
                   "event_position": event.position, "rerun": rerun}
         conn.execute(trigger_firings.insert().values(**values))
-        return _firing(values, created=True)
+        return firing_from_row(values, created=True)
 
     def _base_and_hyper(self, conn: Connection, state: SpecialistState, policy: Policy,
                         base_model: str | None,
@@ -275,7 +275,7 @@ def _rejections(runs: list[TrainingRun]) -> tuple[int, datetime | None]:
     return count, latest
 
 
-def _firing(row: Any, created: bool) -> Firing:
+def firing_from_row(row: Any, created: bool) -> Firing:
     data = dict(row._mapping) if hasattr(row, "_mapping") else dict(row)
     data.pop("event_position", None)
     data["fired_at"] = utc(data["fired_at"])

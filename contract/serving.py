@@ -6,6 +6,9 @@ successor can be compared with its parent on the same traffic); it does not make
 ``contract.serving_moved`` event on stream ``contract:<name>`` with a row in
 ``contract_serving_moves`` written in the same transaction. The first published
 version that declares a specialist starts serving it; later ones serve only when moved.
+Retiring the serving version of a specialist that no other published version declares
+stops serving it (a move to no version); with another one there, serving must be moved
+to it first, so a harness is never left without its configuration by accident.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ class ServingMove(JsonValue):
     position: int
     name: str
     specialist: str
-    version: int
+    version: int | None  # None: nothing serves the specialist from this move on
     previous_version: int | None
     actor: str
     reason: str
@@ -71,14 +74,14 @@ def latest_in(conn: Connection, name: str, specialist: str,
     return _move(row) if row else None
 
 
-def move_in(conn: Connection, store: EventStore, name: str, specialist: str, version: int,
+def move_in(conn: Connection, store: EventStore, name: str, specialist: str, version: int | None,
             actor: str, reason: str, specialists: frozenset[str]) -> ServingMove:
-    """Serve ``name@version`` to ``specialist`` inside the caller's transaction.
+    """Serve ``name@version`` (None: nothing) to ``specialist`` inside the caller's transaction.
 
     ``specialists``: those the version's harness declares (a version serves only slots
     it configures). Raises Conflict when it already serves, Invalid for an undeclared slot.
     """
-    if specialist not in specialists:
+    if version is not None and specialist not in specialists:
         raise Invalid(f"{name}@{version} does not declare specialist '{specialist}' "
                       f"(it declares {', '.join(sorted(specialists))})")
     lock_serving(conn)
@@ -90,7 +93,8 @@ def move_in(conn: Connection, store: EventStore, name: str, specialist: str, ver
         stream_id=f"contract:{name}", type="contract.serving_moved",
         payload={"name": name, "version": version, "specialist": specialist,
                  "previous_version": previous, "reason": reason},
-        metadata=EventMetadata(actor=actor, specialist=specialist, contract=f"{name}@{version}",
+        metadata=EventMetadata(actor=actor, specialist=specialist,
+                               contract=f"{name}@{version or previous}",
                                occurred_at=datetime.now(UTC)))
     [appended] = store.append([event], conn=conn)
     move = ServingMove(appended.event.position, name, specialist, version, previous, actor, reason,
@@ -106,6 +110,23 @@ def serve_unserved_in(conn: Connection, store: EventStore, name: str, version: i
     return [move_in(conn, store, name, specialist, version, actor,
                     "first published version declaring this specialist", specialists)
             for specialist in sorted(specialists - served)]
+
+
+def stop_serving_in(conn: Connection, store: EventStore, name: str, version: int, actor: str,
+                    alternatives: dict[int, frozenset[str]]) -> list[ServingMove]:
+    """On retiring ``name@version``: nothing serves the specialists it served, unless
+    another published version (``alternatives``: version -> declared slots) declares one;
+    then Conflict, naming where to move serving first."""
+    lock_serving(conn)
+    served = serving_specialists_in(conn, name, version)
+    blocked = {s: [v for v, slots in sorted(alternatives.items()) if s in slots] for s in served}
+    blocked = {s: vs for s, vs in blocked.items() if vs}
+    if blocked:
+        where = "; ".join(f"{s}: {', '.join(f'{name}@{v}' for v in vs)}" for s, vs in blocked.items())
+        raise Conflict(f"{name}@{version} serves {', '.join(blocked)}: move serving to another "
+                       f"published version first ({where}) with hcp contract serve")
+    return [move_in(conn, store, name, s, None, actor, f"{name}@{version} retired; no other "
+                    "published version declares this specialist", frozenset()) for s in served]
 
 
 def serving_specialists_in(conn: Connection, name: str, version: int) -> list[str]:
@@ -168,7 +189,7 @@ class ContractServing:
         """The serving move in force now (or at ``at``). Raises NotFound when none was."""
         with self.engine.connect() as conn:
             found = latest_in(conn, name, specialist, at)
-        if found is None:
+        if found is None or found.version is None:
             when = f"at {utc(at).isoformat()}" if at else "now"
             raise NotFound(f"no version of contract '{name}' served '{specialist}' {when}")
         return found
@@ -179,7 +200,7 @@ class ContractServing:
             names = sorted(set(conn.execute(select(moves.c.specialist)
                                              .where(moves.c.name == name)).scalars()))
             found = {s: latest_in(conn, name, s, at) for s in names}
-        return {s: m for s, m in found.items() if m is not None}
+        return {s: m for s, m in found.items() if m is not None and m.version is not None}
 
     def history(self, name: str, specialist: str | None = None,
                 limit: int = 100) -> list[ServingMove]:

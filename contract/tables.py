@@ -52,7 +52,7 @@ contract_serving_moves = Table(
     Column("position", BigInteger, primary_key=True, autoincrement=False),
     Column("name", String(100), nullable=False),
     Column("specialist", String(100), nullable=False),
-    Column("version", Integer, nullable=False),
+    Column("version", Integer),  # NULL: from here on no version serves the specialist
     Column("previous_version", Integer),
     Column("actor", String(200), nullable=False),
     Column("reason", Text, nullable=False),

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from contract.document import ContractDocument, content_hash, parse_contract
-from contract.serving import lock_serving, serve_unserved_in, serving_specialists_in
+from contract.serving import lock_serving, serve_unserved_in, stop_serving_in
 from contract.tables import contract_versions as cv
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.store import EventStore
@@ -139,18 +139,25 @@ class ContractVersions:
         return self.get(name, version)
 
     def retire(self, name: str, version: int, actor: str, reason: str = "") -> ContractVersion:
+        """Stop scoring under a published version. The specialists it serves stop being
+        served, unless another published version declares one: then serving must be
+        moved there first (VersionConflict)."""
         with self.engine.begin() as conn:
+            lock_serving(conn)  # before the log's lock, as every serving writer takes them
             row = self._row(conn, name, version)
             if row.status != PUBLISHED:
                 raise VersionConflict(f"only a published version can be retired; {name}@{version} "
                                       f"is {row.status}")
-            serving = serving_specialists_in(conn, name, version)
-            if serving:
-                raise VersionConflict(f"{name}@{version} serves {', '.join(serving)}: move serving "
-                                      "to another published version first (hcp contract serve)")
             self._write(conn, "contract.retired", actor, name, version,
                         {"content_hash": row.content_hash, "reason": reason},
                         update={"status": RETIRED, "retired_at": datetime.now(UTC)})
+            others = {r.version: frozenset(parse_contract(r.document).harness.specialists)
+                      for r in conn.execute(select(cv).where(cv.c.name == name,
+                                                             cv.c.status == PUBLISHED))}
+            try:
+                stop_serving_in(conn, self.store, name, version, actor, others)
+            except Conflict as exc:  # the whole retirement rolls back with it
+                raise VersionConflict(str(exc)) from None
         return self.get(name, version)
 
     def get(self, name: str, version: int) -> ContractVersion:

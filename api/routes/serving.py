@@ -24,7 +24,7 @@ class ServingMoveOut(BaseModel):
     position: int = Field(description="Position of the contract.serving_moved event")
     name: str
     specialist: str
-    version: int
+    version: int | None = Field(description="Null: from this move on no version serves it")
     previous_version: int | None
     actor: str
     reason: str

@@ -33,7 +33,7 @@ def upgrade() -> None:
         sa.Column("position", sa.BigInteger, nullable=False, autoincrement=False),
         sa.Column("name", sa.String(100), nullable=False),
         sa.Column("specialist", sa.String(100), nullable=False),
-        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("version", sa.Integer),
         sa.Column("previous_version", sa.Integer),
         sa.Column("actor", sa.String(200), nullable=False),
         sa.Column("reason", sa.Text, nullable=False),

@@ -61,10 +61,22 @@ def test_the_first_published_version_serves_and_later_ones_only_score(container:
     draft = container.contracts.create_draft("default", with_prompt("x"), "tester", 2)
     with pytest.raises(Conflict, match="only a published version serves"):
         serving.move("default", None, draft.version, "tester", "a draft")
-    with pytest.raises(VersionConflict, match="serves chat"):
+    with pytest.raises(VersionConflict, match="serves chat: move serving to another published "
+                                              r"version first \(chat: default@2\)"):
         container.contracts.retire("default", 1, "tester")
+    assert container.contracts.get("default", 1).status == "published"  # nothing happened
     with pytest.raises(NotFound):
         serving.at("default", "coding", moved.moved_at - timedelta(days=1))
+
+
+def test_retiring_the_only_version_that_declares_a_slot_stops_serving_it(container: Container) -> None:
+    publish(container.contracts, with_prompt("Be kind."))
+    container.contracts.retire("default", 1, "tester", "the contract is withdrawn")
+    assert container.serving.current("default") == {}
+    [stopped, *_] = container.serving.history("default", "chat")
+    assert (stopped.version, stopped.previous_version) == (None, 1) and "retired" in stopped.reason
+    with pytest.raises(NotFound, match="served 'chat' now"):
+        container.serving.harness("default", "chat")
 
 
 def test_the_harness_polls_its_configuration_with_an_etag(container: Container) -> None:

@@ -80,10 +80,11 @@ class Job:
 
 class Reevaluations:
     def __init__(self, engine: Engine, store: EventStore, contracts: ContractVersions,
-                 rewards: RewardStore, chunk_positions: int = 2000) -> None:
+                 rewards: RewardStore, chunk_positions: int = 2000,
+                 subject_budget_s: float | None = None) -> None:
         self.engine, self.store, self.contracts, self.rewards = engine, store, contracts, rewards
         self.subjects = SubjectReader(store)
-        self.chunk_positions = chunk_positions
+        self.chunk_positions, self.subject_budget_s = chunk_positions, subject_budget_s
         self._compiled: dict[tuple[str, int], ScoringVersion] = {}
 
     def start(self, name: str, version: int, from_position: int = 1) -> Job:
@@ -191,7 +192,8 @@ class Reevaluations:
     def _version(self, name: str, version: int) -> ScoringVersion:
         key = (name, version)
         if key not in self._compiled:
-            self._compiled[key] = compile_version(self.contracts.get(name, version))
+            self._compiled[key] = compile_version(self.contracts.get(name, version),
+                                                  self.subject_budget_s)
         return self._compiled[key]
 
 

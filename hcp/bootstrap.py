@@ -18,6 +18,7 @@ from access.keys import ApiKeys
 from audit.lineage import Lineage
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
+from evaluators.dryrun_jobs import DryRunJobs
 from evaluators.evaluator import Evaluator
 from evaluators.outbox import rewards_table_feed
 from evaluators.reevaluation import Reevaluations
@@ -66,7 +67,7 @@ class Container:
 
     @cached_property
     def keys(self) -> ApiKeys:
-        return ApiKeys(self.engine)
+        return ApiKeys(self.engine, self.store, cache_ttl_s=self.settings.key_cache_seconds)
 
     # --- evaluators --------------------------------------------------------------------
 
@@ -76,18 +77,25 @@ class Container:
 
     @cached_property
     def reevaluations(self) -> Reevaluations:
-        return Reevaluations(self.engine, self.store, self.contracts, self.rewards)
+        return Reevaluations(self.engine, self.store, self.contracts, self.rewards,
+                             subject_budget_s=self.settings.subject_budget_seconds)
 
     @cached_property
     def dry_runs(self) -> DryRuns:
-        return DryRuns(self.store, self.contracts)
+        return DryRuns(self.store, self.contracts, self.settings.subject_budget_seconds,
+                       self.settings.dry_run_budget_seconds)
+
+    @cached_property
+    def dry_run_jobs(self) -> DryRunJobs:
+        return DryRunJobs(self.engine, self.dry_runs)
 
     def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = 500,
                   reader: LogReader[RecordedEvent] | None = None,
                   session_timeout_s: float = 10.0) -> Evaluator:
         """A worker in consumer group ``group``: Kafka when configured, else the database log."""
         return Evaluator(self.store, self.contracts, self.rewards, self.reevaluations,
-                         reader or self.event_reader(group, session_timeout_s), batch_size)
+                         reader or self.event_reader(group, session_timeout_s), batch_size,
+                         subject_budget_s=self.settings.subject_budget_seconds)
 
     def event_reader(self, group: str, session_timeout_s: float = 10.0) -> LogReader[RecordedEvent]:
         settings = self.settings
@@ -114,7 +122,8 @@ class Container:
 
     @cached_property
     def registry(self) -> Registry:
-        return Registry(self.engine, self.store, self.contracts.content_hashes)
+        return Registry(self.engine, self.store, self.contracts.content_hashes,
+                        models_root=self.settings.resolved_models_dir)
 
     @cached_property
     def aliases(self) -> Aliases:
@@ -177,6 +186,8 @@ class Container:
         return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers)
 
     def close(self) -> None:
+        if "dry_run_jobs" in self.__dict__:
+            self.dry_run_jobs.close()
         self.engine.dispose()
 
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import ContractsDep, ContractsRead, ContractsWrite, DryRunsDep, ReevaluationsDep
+from api.deps import (
+    ContractsDep,
+    ContractsRead,
+    ContractsWrite,
+    DryRunJobsDep,
+    DryRunRead,
+    ReevaluationsDep,
+    SettingsDep,
+)
 from evaluators.dryrun import MAX_SUBJECTS, Selection
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
@@ -29,16 +37,28 @@ class ReevaluateIn(BaseModel):
 
 
 @router.post("/{name}/versions/{version}/dry-run")
-def dry_run(name: str, version: int, dry_runs: DryRunsDep, _: ContractsRead,
+def dry_run(name: str, version: int, jobs: DryRunJobsDep, settings: SettingsDep,
+            principal: DryRunRead, response: Response,
             body: DryRunIn | None = None) -> dict[str, Any]:
-    """Score a version over history and compare it with a baseline; writes nothing."""
+    """Score a version over history (the key's tenant's subjects only) and compare it with
+    a baseline; writes no reward. 200 with the report when it is done within
+    HCP_DRY_RUN_WAIT_SECONDS, else 202 with a job to poll at ``/v1/dry-runs/{job_id}``."""
     body = body or DryRunIn()
     last = body.last if body.last or body.from_position or body.to_position else 500
     try:
         selection = Selection(last, body.from_position, body.to_position)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    return dry_runs.run(name, version, selection, body.baseline, body.top).to_json()
+    job = jobs.submit(name, version, selection, body.baseline, body.top, principal.tenant,
+                      principal.actor)
+    job = jobs.wait(job.job_id, settings.dry_run_wait_seconds)
+    if job.status == "succeeded" and job.result is not None:
+        return {**job.result, "job_id": job.job_id}
+    if job.status == "failed":
+        raise HTTPException(500, f"dry run failed: {job.error}")
+    response.status_code = 202
+    response.headers["Location"] = f"/v1/dry-runs/{job.job_id}"
+    return {"job": job.to_json()}
 
 
 @router.get("/{name}/versions/{version}/reevaluation")

@@ -28,7 +28,8 @@ def append_events(
         for e in batch.events
     ]
     appended = ingest(store, items,
-                      IngestLimits(settings.max_batch_events, settings.max_payload_bytes))
+                      IngestLimits(settings.max_batch_events, settings.max_payload_bytes),
+                      principal.author)
     if not any(a.created for a in appended):
         response.status_code = 200
     metrics.events_appended.inc(sum(a.created for a in appended))
@@ -43,7 +44,7 @@ def append_events(
 def get_event(event_id: uuid.UUID, store: StoreDep,
               principal: EventsRead) -> dict:
     """One event by id, payload upcast to the type's current schema version."""
-    event = store.get(event_id)
+    event = store.get(event_id, principal.tenant)
     if event is None:
         raise HTTPException(404, f"no event {event_id}")
     return event.to_json()
@@ -56,10 +57,10 @@ def read_stream(
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
 ) -> EventPage:
     """A stream's events in stream_seq order (``next_after`` is a stream_seq here)."""
-    events = store.read_stream(stream_id, after_seq, limit)
+    events = store.read_stream(stream_id, after_seq, limit, principal.tenant)
     return EventPage(events=[e.to_json() for e in events],
                      next_after=events[-1].stream_seq if events else after_seq,
-                     head=store.head())
+                     head=store.head(principal.tenant))
 
 
 @router.get("/events", response_model=EventPage)
@@ -69,7 +70,7 @@ def read_feed(
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> EventPage:
     """The global feed in position order, one page at a time."""
-    events = store.read_all(after, limit)
+    events = store.read_all(after, limit, tenant=principal.tenant)
     return EventPage(events=[e.to_json() for e in events],
                      next_after=events[-1].position if events else after,
-                     head=store.head())
+                     head=store.head(principal.tenant))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
 
 from cli.common import cli_container, stop_on_signals
 from contract.dryrun import DryRunReport
@@ -104,15 +104,23 @@ def dry_run(
     from_position: int = typer.Option(None, "--from", help="First position of a range"),
     to_position: int = typer.Option(None, "--to", help="Last position of a range"),
     top: int = typer.Option(10, help="How many of the largest movers to show"),
+    tenant: str = typer.Option(None, help="Score only this tenant's subjects"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Score VERSION over history without writing anything, and compare with a baseline."""
+    """Score VERSION over history without writing anything, and compare with a baseline
+    (bounded by HCP_DRY_RUN_BUDGET_SECONDS; a progress bar on the terminal meanwhile)."""
     if last is None and from_position is None and to_position is None:
         last = 500
 
     def run(c: Container) -> DryRun:
         selection = Selection(last, from_position, to_position)
-        return c.dry_runs.run(name, version, selection, baseline, top)
+        with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                      MofNCompleteColumn(), TextColumn("subjects"),
+                      transient=True, disable=as_json) as bar:
+            task = bar.add_task(f"dry run {name}@{version}", total=None)
+            return c.dry_runs.run(name, version, selection, baseline, top, tenant,
+                                  on_progress=lambda done, total: bar.update(
+                                      task, completed=done, total=total))
 
     result = _with_container(run)
     typer.echo(json.dumps(result.to_json(), indent=2) if as_json else render_dry_run(result))
@@ -122,7 +130,8 @@ def render_dry_run(result: DryRun) -> str:
     r: DryRunReport = result.report
     base = result.baseline
     lines = [f"dry run of {result.draft.name}@{result.draft.version} ({result.draft.status}) over "
-             f"{result.subjects} subjects" + (" (range truncated)" if result.truncated else ""),
+             f"{result.subjects} subjects" + (" (range truncated)" if result.truncated else "")
+             + (f" (stopped: {result.stopped})" if result.stopped else ""),
              f"  applicable {r.applicable}, scored {r.scored}, errors {r.errors}",
              f"  mean {_num(r.mean)}"]
     if base is not None:

@@ -183,7 +183,8 @@ class Container:
             self.triggers.redispatch()
             return [c.to_json() for c in checks]
 
-        return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers)
+        return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers,
+                              redispatch=lambda: self.triggers.redispatch())
 
     def close(self) -> None:
         if "dry_run_jobs" in self.__dict__:

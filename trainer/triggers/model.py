@@ -23,3 +23,6 @@ class Firing(JsonValue):
     fired_by: str
     fired_at: datetime
     created: bool = True  # False when this work had already been fired before
+    # False when the broker did not take the run: it is queued, and goes out with the next
+    # re-send (a trainer worker re-sends queued runs every --redispatch-every seconds).
+    dispatched: bool = True

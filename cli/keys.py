@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import json
 import re
 from datetime import datetime, timedelta
 
@@ -52,15 +53,18 @@ def create(
 
 
 @app.command("list")
-def list_keys(show_revoked: bool = typer.Option(True, help="Include revoked keys")) -> None:
+def list_keys(show_revoked: bool = typer.Option(True, help="Include revoked keys"),
+              as_json: bool = typer.Option(False, "--json", help="One JSON object per line")) -> None:
     """Every key: scopes, tenant, expiry, last use (to within a minute), revocation."""
     with cli_container() as container:
-        keys = container.keys.all_keys()
+        keys = [k for k in container.keys.all_keys() if show_revoked or k.revoked_at is None]
+    if as_json:
+        for k in keys:
+            typer.echo(json.dumps(k.to_json()))
+        return
     now = utcnow()
     table = Table("key id", "label", "scopes", "tenant", "created", "expires", "last used", "state")
     for k in keys:
-        if k.revoked_at is not None and not show_revoked:
-            continue
         state = ("revoked" if k.revoked_at else "expired" if not k.usable(now) else "active")
         table.add_row(k.key_id, k.label or "", ",".join(k.scopes), k.tenant or "(operator)",
                       _when(k.created_at), _when(k.expires_at), _when(k.last_used_at), state)

@@ -91,10 +91,12 @@ def test_the_dry_run_route_answers_with_the_report(container: Container) -> None
     publish(container.contracts, contract_text())
     history(container)
     draft = container.contracts.create_draft("default", contract_text(answered_weight=0.25), "t", 1)
-    reader = {"Authorization": f"Bearer {create_key(container.engine, ['contracts:read', 'events:read'])}"}
+    reader_key = create_key(container.engine, ["contracts:read", "events:read"])
+    reader = {"Authorization": f"Bearer {reader_key}"}
     rewards_only = {"Authorization": f"Bearer {create_key(container.engine, ['rewards:read'])}"}
     # A dry run shows what rubrics make of event content: contracts:read alone is not enough.
-    no_content = {"Authorization": f"Bearer {create_key(container.engine, ['contracts:write', 'contracts:read'])}"}
+    writer_key = create_key(container.engine, ["contracts:write", "contracts:read"])
+    no_content = {"Authorization": f"Bearer {writer_key}"}
 
     with TestClient(create_app(container)) as client:
         url = f"/v1/contracts/default/versions/{draft.version}/dry-run"

@@ -225,6 +225,8 @@ def trainer(
     redispatch_every: float = typer.Option(
         30.0, help="Re-send runs left queued (broker was down) or whose worker died, every N "
                    "seconds (0: never; then run `hcp triggers run` somewhere)"),
+    requeue_after: float = typer.Option(60.0, help="How long a run waits queued before the "
+                                        "re-send takes it (a send may just be in flight)"),
     visibility_timeout: float = typer.Option(None, help="Seconds before Redis redelivers an "
                                              "unacknowledged task (must exceed the longest run)"),
     lease_seconds: float = typer.Option(None, help="How long a silent worker keeps its run"),
@@ -240,7 +242,7 @@ def trainer(
         raise typer.Exit(2)
     app = celery_worker(settings, visibility_timeout=visibility_timeout or VISIBILITY_TIMEOUT,
                         lease_seconds=lease_seconds or LEASE_SECONDS, beat_seconds=beat or None,
-                        redispatch_seconds=redispatch_every or None)
+                        redispatch_seconds=redispatch_every or None, requeue_after=requeue_after)
     argv = ["worker", f"--loglevel={loglevel}", f"--concurrency={concurrency}", f"--pool={pool}"]
     # The beat runs with every worker by default, so a lost run's recovery does not wait
     # for someone to run `hcp triggers run`; several beats only send duplicates, which the

@@ -175,8 +175,9 @@ class Container:
         return Triggers(self.engine, self.store, self.policies, self.rewards, self.manifests,
                         self.runs, self.dispatcher)
 
-    def worker_services(self) -> WorkerServices:
-        """What a Celery worker process's tasks call (see ``celery_worker``)."""
+    def worker_services(self, requeue_after: float = 60.0) -> WorkerServices:
+        """What a Celery worker process's tasks call (see ``celery_worker``); the re-send
+        takes runs queued for ``requeue_after`` seconds, and runs on an expired lease."""
 
         def evaluate_triggers() -> list[dict[str, Any]]:
             checks = self.triggers.evaluate()
@@ -184,7 +185,7 @@ class Container:
             return [c.to_json() for c in checks]
 
         return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers,
-                              redispatch=lambda: self.triggers.redispatch())
+                              redispatch=lambda: self.triggers.redispatch(requeue_after))
 
     def close(self) -> None:
         if "dry_run_jobs" in self.__dict__:
@@ -200,8 +201,9 @@ def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Co
     return Container(settings=settings, engine=engine)
 
 
-def celery_worker(settings: Settings, **options: Any) -> Any:
+def celery_worker(settings: Settings, requeue_after: float = 60.0, **options: Any) -> Any:
     """The Celery app of a training worker; each worker process bootstraps its own
     container on its first task (after the prefork fork)."""
-    return make_celery(settings.redis_url, services=lambda: bootstrap(settings).worker_services(),
+    return make_celery(settings.redis_url,
+                       services=lambda: bootstrap(settings).worker_services(requeue_after),
                        **options)

@@ -42,7 +42,7 @@ class Settings(BaseSettings):
                                "a revocation elsewhere takes effect within this time"
     )
     subject_budget_seconds: float = Field(
-        2.0, gt=0, description="Most wall time one subject's evaluation under one contract "
+        1.0, gt=0, description="Most wall time one subject's evaluation under one contract "
                                "version may take (split across its expressions)"
     )
     dry_run_budget_seconds: float = Field(

@@ -8,7 +8,8 @@ import typer
 
 from cli.common import stop_on_signals
 from events.checkpoints import Checkpoints
-from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
+from events.kafka_io import ensure_topics
+from events.kafka_producers import ClosablePublisher, make_publisher
 from events.relay import OutboxFeed, Progress, RelayLoop
 from events.relay_lock import LockLost, RelayLock
 from hcp.bootstrap import bootstrap
@@ -29,7 +30,7 @@ def relay(
     feeds = container.outbox_feeds()
     stop = stop_on_signals()
     lock = RelayLock(container.engine, settings.topic_prefix)
-    publisher = None
+    publisher: ClosablePublisher | None = None
     try:
         while not stop.is_set():
             if not lock.acquire(stop, wait=not once, on_wait=lambda: typer.echo(
@@ -39,7 +40,7 @@ def relay(
                 return
             if publisher is None:
                 ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
-                publisher = KafkaPublisher(make_producer(settings.kafka_bootstrap))
+                publisher = make_publisher(settings.kafka_producer, settings.kafka_bootstrap)
             loop = RelayLoop(feeds, publisher, Checkpoints(container.engine),
                              page_size=page_size, before_publish=lock.check)
             try:

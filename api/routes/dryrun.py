@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Response
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import JSONResponse
 
 from api.deps import (
     ContractsDep,
@@ -16,30 +16,34 @@ from api.deps import (
     ReevaluationsDep,
     SettingsDep,
 )
-from evaluators.dryrun import MAX_SUBJECTS, Selection
+from api.jsonbody import StrictJsonRoute
+from api.params import VersionPath
+from api.responses import BODY, SECURED, errors
+from api.schemas.contracts import (
+    DryRunAcceptedOut,
+    DryRunIn,
+    DryRunOut,
+    ReevaluateIn,
+    ReevaluationJobOut,
+    ReevaluationJobsOut,
+)
+from evaluators.dryrun import Selection
 
-router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
-
-
-class DryRunIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    baseline: int | None = Field(None, ge=1, description="Version to compare with; default: the "
-                                 "draft's parent if published, else the latest published")
-    last: int | None = Field(None, ge=1, le=MAX_SUBJECTS, description="The last N finished subjects")
-    from_position: int | None = Field(None, ge=1, description="First position of a range")
-    to_position: int | None = Field(None, ge=1, description="Last position of a range")
-    top: int = Field(10, ge=0, le=100, description="How many of the largest movers to list")
-
-
-class ReevaluateIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    from_position: int = Field(1, ge=1, description="First log position to re-score")
+router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=StrictJsonRoute,
+                   responses=SECURED)
 
 
-@router.post("/{name}/versions/{version}/dry-run")
-def dry_run(name: str, version: int, jobs: DryRunJobsDep, settings: SettingsDep,
-            principal: DryRunRead, response: Response,
-            body: DryRunIn | None = None) -> dict[str, Any]:
+ACCEPTED: dict[int | str, dict[str, Any]] = {202: {
+    "model": DryRunAcceptedOut,
+    "description": "Not done within HCP_DRY_RUN_WAIT_SECONDS: a job to poll at the Location header",
+    "headers": {"Location": {"description": "/v1/dry-runs/{job_id}", "schema": {"type": "string"}}},
+}}
+
+
+@router.post("/{name}/versions/{version}/dry-run", response_model=DryRunOut,
+             responses={**BODY, **errors(404), **ACCEPTED})
+def dry_run(name: str, version: VersionPath, jobs: DryRunJobsDep, settings: SettingsDep,
+            principal: DryRunRead, body: DryRunIn | None = None) -> Any:
     """Score a version over history (the key's tenant's subjects only) and compare it with
     a baseline; writes no reward. 200 with the report when it is done within
     HCP_DRY_RUN_WAIT_SECONDS, else 202 with a job to poll at ``/v1/dry-runs/{job_id}``."""
@@ -56,23 +60,24 @@ def dry_run(name: str, version: int, jobs: DryRunJobsDep, settings: SettingsDep,
         return {**job.result, "job_id": job.job_id}
     if job.status == "failed":
         raise HTTPException(500, f"dry run failed: {job.error}")
-    response.status_code = 202
-    response.headers["Location"] = f"/v1/dry-runs/{job.job_id}"
-    return {"job": job.to_json()}
+    return JSONResponse({"job": job.to_json()}, status_code=202,
+                        headers={"Location": f"/v1/dry-runs/{job.job_id}"})
 
 
-@router.get("/{name}/versions/{version}/reevaluation")
-def reevaluation(name: str, version: int, contracts: ContractsDep, reevaluations: ReevaluationsDep,
-                 _: ContractsRead) -> dict[str, Any]:
+@router.get("/{name}/versions/{version}/reevaluation", response_model=ReevaluationJobsOut,
+            responses=errors(404))
+def reevaluation(name: str, version: VersionPath, contracts: ContractsDep,
+                 reevaluations: ReevaluationsDep, _: ContractsRead) -> dict[str, Any]:
     """Re-evaluation jobs of a version with their progress (done_position / to_position)."""
     contracts.get(name, version)  # 404 for an unknown version
     jobs = reevaluations.jobs(name, version)
     return {"contract": {"name": name, "version": version}, "jobs": [j.to_json() for j in jobs]}
 
 
-@router.post("/{name}/versions/{version}/reevaluation", status_code=202)
-def start_reevaluation(name: str, version: int, reevaluations: ReevaluationsDep, _: ContractsWrite,
-                       body: ReevaluateIn | None = None) -> dict[str, Any]:
+@router.post("/{name}/versions/{version}/reevaluation", status_code=202,
+             response_model=ReevaluationJobOut, responses={**BODY, **errors(404, 409)})
+def start_reevaluation(name: str, version: VersionPath, reevaluations: ReevaluationsDep,
+                       _: ContractsWrite, body: ReevaluateIn | None = None) -> dict[str, Any]:
     """Start (or find) a re-scoring of history from a position; evaluator workers run it."""
     body = body or ReevaluateIn()
     return reevaluations.start(name, version, body.from_position).to_json()

@@ -3,7 +3,7 @@ the client's claimed actor beside the stamped one; rewards carry their subject's
 dry runs become jobs with progress.
 
 Revision ID: 0005
-Revises: 0004
+Revises: 0007 (0005 was numbered before 0007 landed on main; it runs after it)
 """
 
 import sqlalchemy as sa
@@ -12,7 +12,7 @@ from alembic import op
 from kernel.db import append_only_ddl
 
 revision = "0005"
-down_revision = "0004"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -20,11 +20,11 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def url_at_0004(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database migrated to 0004 only (the shared template is at head)."""
+def url_before_0005(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database migrated to the revision before 0005 (the shared template is at head)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
-        migrate.upgrade(url, "0004")
+        migrate.upgrade(url, "0007")
         yield url
         return
     admin_url = request.getfixturevalue("postgres_admin_url")
@@ -33,7 +33,7 @@ def url_at_0004(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
     with admin.connect() as conn:
         conn.execute(text(f"CREATE DATABASE {name}"))
     url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    migrate.upgrade(url, "0004")
+    migrate.upgrade(url, "0007")
     yield url
     with admin.connect() as conn:
         conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
@@ -56,8 +56,8 @@ def _reward(position: int, stream: str, first: int, last: int) -> dict:
             "created_at": NOW}
 
 
-def test_existing_rewards_get_the_tenant_of_their_subjects_events(url_at_0004: str) -> None:
-    engine = make_engine(url_at_0004)
+def test_existing_rewards_get_the_tenant_of_their_subjects_events(url_before_0005: str) -> None:
+    engine = make_engine(url_before_0005)
     meta = MetaData()
     events, contracts, rewards = (Table(name, meta, autoload_with=engine)
                                   for name in ("events", "contract_versions", "reward_records"))
@@ -73,9 +73,9 @@ def test_existing_rewards_get_the_tenant_of_their_subjects_events(url_at_0004: s
                                         _reward(3, "n", 5, 5)])
     engine.dispose()
 
-    migrate.upgrade(url_at_0004)
+    migrate.upgrade(url_before_0005)
 
-    engine = make_engine(url_at_0004)
+    engine = make_engine(url_before_0005)
     migrated = Table("reward_records", MetaData(), autoload_with=engine)
     with engine.connect() as conn:
         tenants = dict(conn.execute(select(migrated.c.stream_id, migrated.c.tenant)).all())

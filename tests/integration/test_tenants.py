@@ -24,7 +24,8 @@ from hcp.settings import Settings
 from kernel.db import make_engine
 from tests.unit.evaluators.factories import contract_text, publish
 
-READS = ["events:read", "rewards:read", "contracts:read", "registry:read", "audit:read"]
+READS = ["events:read", "rewards:read", "contracts:read", "registry:read", "audit:read",
+         "lineage:read"]
 
 
 @dataclass
@@ -181,6 +182,8 @@ def test_dry_runs_score_only_the_keys_tenant(world: World) -> None:
     ("post", "/v1/training-runs", {"specialist": "chat"}),
     ("put", "/v1/triggers/chat", {"min_new_rewards": 5}),
     ("get", "/v1/audit/verify", None),
+    ("get", "/v1/lineage/as-of?at=2026-01-01T00:00:00Z", None),
+    ("get", "/v1/lineage/downstream?tenant=globex", None),
 ])
 def test_shared_state_is_changed_by_operators_only(world: World, method: str, url: str,
                                                    body: Any) -> None:

@@ -1,90 +1,232 @@
-"""API keys: issued once, stored only as a hash, checked on every request.
+"""API keys: issued once, stored only as a hash, checked on every request; they expire,
+are revoked, and each creation and revocation is an event on stream ``api_key:<id>``
+(never the secret).
 
 Keys are 32 random bytes, so a fast sha256 is as good as a slow password hash here:
 there is nothing to brute-force. The key id is part of the key, so lookup is by
 primary key and the comparison is constant-time.
+
+Checking a key costs no SQL on most requests: an authenticated key's row is cached in
+the process for ``cache_ttl_s`` seconds. A revocation made in this process takes effect
+at once; one made elsewhere (the CLI, another API process) within ``cache_ttl_s``.
+Expiry is checked on every request against the cached expiry time. ``last_used_at`` is
+written at most once per ``last_used_every_s`` per key and process, not per request.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.engine import Engine
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
+from access.principal import SCOPES, Principal
 from access.tables import api_keys
+from events.model import EventMetadata, NewEvent
+from events.store import EventStore
+from kernel.clock import utc, utcnow
+from kernel.errors import Conflict, Invalid, NotFound
 
-SCOPES = (
-    "admin",
-    "events:write", "events:read", "audit:read",
-    "contracts:write", "contracts:read", "rewards:read",
-    "registry:read", "registry:write", "train:write", "lineage:read",
-)
+log = logging.getLogger(__name__)
+
 KEY_PREFIX = "hcp"
+CACHE_MAX = 10_000  # keys held at once; the cache is cleared when full
 
 
-
-@dataclass(frozen=True)
-class Principal:
-    key_id: str
-    scopes: frozenset[str]
-    label: str | None
-
-    @property
-    def actor(self) -> str:
-        """How changes made with this key are attributed in the log."""
-        return f"key:{self.label or self.key_id}"
-
-    def allows(self, scope: str) -> bool:
-        return "admin" in self.scopes or scope in self.scopes
+class UnknownScope(Invalid):
+    field = "scopes"
 
 
-class UnknownScope(ValueError):
+class KeyNotFound(NotFound):
     pass
 
 
-def create_key(engine: Engine, scopes: list[str], label: str | None = None) -> str:
-    """Store a new key's hash and return the key itself (shown once, never again)."""
-    unknown = sorted(set(scopes) - set(SCOPES))
-    if unknown or not scopes:
-        raise UnknownScope(f"unknown scope(s) {unknown}; choose from {list(SCOPES)}")
-    key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-    with engine.begin() as conn:
-        conn.execute(api_keys.insert().values(
-            key_id=key_id, secret_sha256=_digest(secret), scopes=sorted(set(scopes)),
-            label=label, created_at=datetime.now(UTC),
-        ))
-    return f"{KEY_PREFIX}_{key_id}_{secret}"
+class KeyConflict(Conflict):
+    pass
 
 
-def authenticate(engine: Engine, key: str) -> Principal | None:
-    parts = key.split("_", 2)
-    if len(parts) != 3 or parts[0] != KEY_PREFIX:
-        return None
-    _, key_id, secret = parts
-    with engine.connect() as conn:
-        row = conn.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
-    if row is None or not hmac.compare_digest(row.secret_sha256, _digest(secret)):
-        return None
-    return Principal(row.key_id, frozenset(row.scopes), row.label)
+@dataclass(frozen=True)
+class KeyInfo:
+    """A key as ``hcp keys list`` shows it (no secret, no hash)."""
+
+    key_id: str
+    scopes: tuple[str, ...]
+    label: str | None
+    tenant: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+    revoked_by: str | None
+    revoked_reason: str | None
+
+    def usable(self, now: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+    @property
+    def principal(self) -> Principal:
+        return Principal(self.key_id, frozenset(self.scopes), self.label, self.tenant)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (v.isoformat() if isinstance(v, datetime) else list(v) if isinstance(v, tuple)
+                    else v) for k, v in self.__dict__.items()}
+
+
+def key_stream(key_id: str) -> str:
+    return f"api_key:{key_id}"
+
+
+class ApiKeys:
+    """The keys of one database: issue, list, revoke, and check (the API asks on every request)."""
+
+    def __init__(self, engine: Engine, store: EventStore, cache_ttl_s: float = 5.0,
+                 last_used_every_s: float = 60.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.engine, self.store = engine, store
+        self.cache_ttl_s, self.last_used_every_s, self._monotonic = (
+            cache_ttl_s, last_used_every_s, monotonic)
+        self._cache: dict[str, tuple[float, str, KeyInfo]] = {}  # id -> (fetched, digest, info)
+        self._used_written: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def create(self, scopes: list[str], label: str | None = None, tenant: str | None = None,
+               expires_at: datetime | None = None, actor: str = "system") -> str:
+        """Store a new key's hash and return the key itself (shown once, never again).
+
+        Raises:
+            UnknownScope: a scope is not one of ``SCOPES`` (or none was given).
+            KeyConflict: ``label`` names another key (labels attribute changes in the log).
+            Invalid: ``expires_at`` is not in the future.
+        """
+        unknown = sorted(set(scopes) - set(SCOPES))
+        if unknown or not scopes:
+            raise UnknownScope(f"unknown scope(s) {unknown}; choose from {list(SCOPES)}")
+        now = utcnow()
+        if expires_at is not None and utc(expires_at) <= now:
+            raise Invalid(f"expiry {expires_at.isoformat()} is not in the future")
+        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
+        expiry = utc(expires_at) if expires_at else None
+        row = {"key_id": key_id, "secret_sha256": _digest(secret), "scopes": sorted(set(scopes)),
+               "label": label, "tenant": tenant, "created_at": now, "expires_at": expiry}
+        with self.engine.begin() as conn:
+            if label is not None and conn.execute(
+                    select(api_keys.c.key_id).where(api_keys.c.label == label)).first():
+                raise KeyConflict(f"the label '{label}' names another key; labels are unique")
+            conn.execute(api_keys.insert().values(**row))
+            self._journal(conn, key_id, "api_key.created", actor, {
+                "key_id": key_id, "scopes": row["scopes"], "label": label, "tenant": tenant,
+                "expires_at": expiry.isoformat() if expiry else None})
+        return f"{KEY_PREFIX}_{key_id}_{secret}"
+
+    def all_keys(self) -> list[KeyInfo]:
+        """Every key, oldest first, revoked and expired ones included."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(api_keys).order_by(api_keys.c.created_at, api_keys.c.key_id))
+            return [_info(r._mapping) for r in rows]
+
+    def get(self, key_id: str) -> KeyInfo:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
+        if row is None:
+            raise KeyNotFound(f"no key '{key_id}'")
+        return _info(row._mapping)
+
+    def revoke(self, key_id: str, actor: str, reason: str = "") -> KeyInfo:
+        """Refuse the key from now on (other processes: within ``cache_ttl_s``)."""
+        with self.engine.begin() as conn:
+            row = conn.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
+            if row is None:
+                raise KeyNotFound(f"no key '{key_id}'")
+            if row.revoked_at is not None:
+                raise KeyConflict(f"key '{key_id}' was revoked at {utc(row.revoked_at).isoformat()}")
+            event = self._journal(conn, key_id, "api_key.revoked", actor,
+                                  {"key_id": key_id, "reason": reason})
+            conn.execute(update(api_keys).where(api_keys.c.key_id == key_id).values(
+                revoked_at=event.recorded_at, revoked_by=actor, revoked_reason=reason))
+        self._cache.pop(key_id, None)
+        return self.get(key_id)
+
+    def authenticate(self, key: str) -> Principal | None:
+        """The key's principal, or None: malformed, unknown, wrong secret, revoked, expired."""
+        parts = key.split("_", 2)
+        if len(parts) != 3 or parts[0] != KEY_PREFIX:
+            return None
+        _, key_id, secret = parts
+        found = self._lookup(key_id)
+        if found is None:
+            return None
+        digest, info = found
+        if not hmac.compare_digest(digest, _digest(secret)) or not info.usable(utcnow()):
+            return None
+        self._note_use(key_id)
+        return info.principal
+
+    def _lookup(self, key_id: str) -> tuple[str, KeyInfo] | None:
+        now = self._monotonic()
+        cached = self._cache.get(key_id)
+        if cached is not None and now - cached[0] < self.cache_ttl_s:
+            return cached[1], cached[2]
+        with self.engine.connect() as conn:
+            row = conn.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
+        if row is None:
+            self._cache.pop(key_id, None)
+            return None  # unknown ids are not cached: they would fill the cache
+        if len(self._cache) >= CACHE_MAX:
+            self._cache.clear()
+        self._cache[key_id] = (now, row.secret_sha256, _info(row._mapping))
+        return row.secret_sha256, self._cache[key_id][2]
+
+    def _note_use(self, key_id: str) -> None:
+        now = self._monotonic()
+        with self._lock:
+            last = self._used_written.get(key_id)
+            if last is not None and now - last < self.last_used_every_s:
+                return
+            self._used_written[key_id] = now
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(update(api_keys).where(api_keys.c.key_id == key_id)
+                             .values(last_used_at=utcnow()))
+        except DBAPIError as exc:  # bookkeeping only: never refuse a request over it
+            log.warning("could not record the use of key %s: %s", key_id, exc)
+
+    def _journal(self, conn: Connection, key_id: str, event_type: str, actor: str,
+                 payload: dict[str, Any]) -> Any:
+        # No tenant on key events, even for a tenant's key: they are the operators' record.
+        new = NewEvent(stream_id=key_stream(key_id), type=event_type, payload=payload,
+                       metadata=EventMetadata(actor=actor, occurred_at=utcnow()))
+        return self.store.append([new], conn=conn)[0].event
 
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class ApiKeys:
-    """The keys of one database: issue and check (the API asks this on every request)."""
+def _info(row: Any) -> KeyInfo:
+    def moment(name: str) -> datetime | None:
+        return utc(row[name]) if row[name] is not None else None
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    return KeyInfo(key_id=row["key_id"], scopes=tuple(row["scopes"]), label=row["label"],
+                   tenant=row["tenant"], created_at=utc(row["created_at"]),
+                   expires_at=moment("expires_at"), last_used_at=moment("last_used_at"),
+                   revoked_at=moment("revoked_at"), revoked_by=row["revoked_by"],
+                   revoked_reason=row["revoked_reason"])
 
-    def create(self, scopes: list[str], label: str | None = None) -> str:
-        return create_key(self.engine, scopes, label)
 
-    def authenticate(self, key: str) -> Principal | None:
-        return authenticate(self.engine, key)
+def create_key(engine: Engine, scopes: list[str], label: str | None = None,
+               tenant: str | None = None) -> str:
+    """``ApiKeys.create`` for scripts, benches and tests that hold only an engine (the
+    server's processes use the container's ``keys``); journalled like any other key."""
+    from events.sql_store import SqlEventStore
+
+    return ApiKeys(engine, SqlEventStore(engine)).create(scopes, label, tenant, actor="script")

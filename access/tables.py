@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Column, DateTime, String, Table
+from sqlalchemy import JSON, Column, DateTime, String, Table, Text
 
 from kernel.db import metadata
 
@@ -14,4 +14,11 @@ api_keys = Table(
     Column("scopes", JSON, nullable=False),
     Column("label", String(200)),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("tenant", String(200)),  # NULL: an operator key, for every tenant
+    Column("expires_at", DateTime(timezone=True)),  # NULL: never expires
+    # Written at most once a minute per key and process, not on every request.
+    Column("last_used_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+    Column("revoked_by", String(200)),
+    Column("revoked_reason", Text),
 )

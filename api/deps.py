@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from access.keys import Principal
+from access.principal import Principal
 from api.metrics import Metrics
 from audit.asof import AsOf
 from audit.downstream import Downstream
@@ -19,6 +19,7 @@ from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from evaluators.comparison import Comparisons
 from evaluators.dryrun import DryRuns
+from evaluators.dryrun_jobs import DryRunJobs
 from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
@@ -68,6 +69,7 @@ RewardsDep = Annotated[RewardStore, _service("rewards")]
 DryRunsDep = Annotated[DryRuns, _service("dry_runs")]
 PublisherDep = Annotated[Publisher, _service("publisher")]
 ComparisonsDep = Annotated[Comparisons, _service("comparisons")]
+DryRunJobsDep = Annotated[DryRunJobs, _service("dry_run_jobs")]
 ReevaluationsDep = Annotated[Reevaluations, _service("reevaluations")]
 RegistryDep = Annotated[Registry, _service("registry")]
 AliasesDep = Annotated[Aliases, _service("aliases")]
@@ -83,8 +85,10 @@ PoliciesDep = Annotated[Policies, _service("policies")]
 TriggersDep = Annotated[Triggers, _service("triggers")]
 
 
-def require(scope: str) -> Callable[..., Any]:
-    """A dependency that admits only keys holding ``scope`` (or ``admin``)."""
+def require(*scopes: str, operator_only: bool = False) -> Callable[..., Any]:
+    """A dependency that admits only keys holding every one of ``scopes`` (or ``admin``);
+    ``operator_only``: and only keys without a tenant (shared state: contracts, the
+    registry, training, the whole log)."""
 
     def check(
         container: ContainerDep,
@@ -97,22 +101,30 @@ def require(scope: str) -> Callable[..., Any]:
         if principal is None:
             raise HTTPException(401, "unknown or malformed API key",
                                 headers={"WWW-Authenticate": "Bearer"})
-        if not principal.allows(scope):
-            raise HTTPException(403, f"this key lacks the scope '{scope}'")
+        for scope in scopes:
+            if not principal.allows(scope):
+                raise HTTPException(403, f"this key lacks the scope '{scope}'")
+        if operator_only and not principal.operator:
+            raise HTTPException(403, f"this key acts for tenant '{principal.tenant}'; "
+                                "only an operator key (one without a tenant) may do this")
         return principal
 
     return check
 
 
-# One alias per scope, so a route's signature says what it needs.
+# One alias per scope, so a route's signature says what it needs. docs/security.md says
+# who may do what; reads a tenant's key may make are filtered to its tenant by the route.
 EventsWrite = Annotated[Principal, Depends(require("events:write"))]
 EventsRead = Annotated[Principal, Depends(require("events:read"))]
-AuditRead = Annotated[Principal, Depends(require("audit:read"))]
-ContractsWrite = Annotated[Principal, Depends(require("contracts:write"))]
+AuditRead = Annotated[Principal, Depends(require("audit:read", operator_only=True))]
+ContractsWrite = Annotated[Principal, Depends(require("contracts:write", operator_only=True))]
 ContractsRead = Annotated[Principal, Depends(require("contracts:read"))]
+# A dry run shows what rubrics make of event content: it needs events:read too.
+DryRunRead = Annotated[Principal, Depends(require("contracts:read", "events:read"))]
 RewardsRead = Annotated[Principal, Depends(require("rewards:read"))]
 RegistryRead = Annotated[Principal, Depends(require("registry:read"))]
-RegistryWrite = Annotated[Principal, Depends(require("registry:write"))]
-TrainWrite = Annotated[Principal, Depends(require("train:write"))]
-Admin = Annotated[Principal, Depends(require("admin"))]
-LineageRead = Annotated[Principal, Depends(require("lineage:read"))]
+RegistryWrite = Annotated[Principal, Depends(require("registry:write", operator_only=True))]
+TrainWrite = Annotated[Principal, Depends(require("train:write", operator_only=True))]
+Admin = Annotated[Principal, Depends(require("admin", operator_only=True))]
+# Lineage queries show the rewards and events adapters were trained on: every tenant's.
+LineageRead = Annotated[Principal, Depends(require("lineage:read", operator_only=True))]

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.jsonbody import BodyRejected
 from contract.document import ContractInvalid
 from events.ingest import BatchRejected
-from kernel.errors import Conflict, DomainError, Invalid, NotFound
+from kernel.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 
 log = logging.getLogger(__name__)
 DEFAULT_RETRY_AFTER_S = 5
@@ -85,8 +85,9 @@ def _problem_json(problem: Any) -> dict[str, Any]:
     return {"message": str(problem)}
 
 
-# Every package's errors derive from the kernel's three families; one status each.
-STATUS_OF: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409, Invalid: 422}
+# Every package's errors derive from the kernel's families; one status each.
+STATUS_OF: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409, Invalid: 422,
+                                           Forbidden: 403}
 
 
 async def _domain(_: Request, exc: Exception) -> JSONResponse:

@@ -18,7 +18,8 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying aga
 DESCRIPTIONS: dict[int, str] = {
     400: "The body is not UTF-8, not JSON, or nested deeper than the server parses",
     401: "No API key, or a malformed or unknown one",
-    403: "The key lacks the scope this route needs",
+    403: "The key lacks the scope this route needs, acts for a tenant where only an operator "
+         "may, or names another tenant (or its stream)",
     404: "The named thing does not exist",
     409: "The change contradicts what is stored or the thing's state",
     413: "The body (or a batch, or a payload) exceeds its size limit",

@@ -52,7 +52,7 @@ from scratch import fresh_database  # bench/scratch.py, beside this script
 
 from access.keys import create_key
 from events.checkpoints import Checkpoints
-from events.ingest import ClientEvent, IngestLimits, ingest
+from events.ingest import Author, ClientEvent, IngestLimits, ingest
 from events.kafka_io import ensure_topics
 from events.model import EventMetadata, NewEvent
 from events.relay import checkpoint_name
@@ -178,7 +178,7 @@ def ingest_rate(url: str, items: list[dict[str, Any]], batch: int) -> float:
                           event_id=uuid.UUID(i["event_id"]), **i["metadata"]) for i in items]
     started = time.perf_counter()
     for start in range(0, len(client), batch):
-        ingest(store, client[start:start + batch], limits)
+        ingest(store, client[start:start + batch], limits, Author("key:bench"))
     seconds = time.perf_counter() - started
     engine.dispose()
     return len(items) / seconds

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from contract.versions import ContractVersions, VersionNotFound
 from evaluators.dryrun import Selection
-from events.ingest import IngestLimits, ingest
+from events.ingest import Author, IngestLimits, ingest
 from harness.synthetic import synthetic_sessions
 from hcp.bootstrap import Container
 from trainer.runs.dispatch import InProcessDispatcher
@@ -68,12 +68,14 @@ def ensure_published(contracts: ContractVersions, document: str, console: Consol
 def record_traffic(container: Container, sessions: int, seed: int, quality: float,
                    adapters: dict[str, str], console: Console) -> int:
     limits = IngestLimits(container.settings.max_batch_events, container.settings.max_payload_bytes)
+    author = Author("harness:synthetic")  # the demo's own traffic, written in-process
     written = 0
     with _bar(console) as bar:
         task = bar.add_task(f"recording {sessions} sessions", total=sessions)
         for session in synthetic_sessions(sessions, seed, quality, adapters):
-            appended = ingest(container.store, session, limits, container.references)
+            appended = ingest(container.store, session, limits, author, container.references)
             written += sum(a.created for a in appended)
+
             bar.advance(task)
     return written
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
 
 from cli.common import cli_container, stop_on_signals
 from contract.dryrun import DryRunReport
@@ -106,16 +106,24 @@ def dry_run(
     top: int = typer.Option(10, help="How many of the largest movers to show"),
     max_error_rate: float = typer.Option(None, min=0.0, max=1.0, help="Exit 1 when more of the "
                                          "applicable subjects error (default HCP_MAX_ERROR_RATE)"),
+    tenant: str = typer.Option(None, help="Score only this tenant's subjects"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Score VERSION over history without writing anything, and compare with a baseline;
+    """Score VERSION over history without writing anything, and compare with a baseline
+    (bounded by HCP_DRY_RUN_BUDGET_SECONDS; a progress bar on the terminal meanwhile);
     exit 1 when it errors on more of the applicable subjects than allowed."""
     if last is None and from_position is None and to_position is None:
         last = 500
 
     def run(c: Container) -> DryRun:
         selection = Selection(last, from_position, to_position)
-        return c.dry_runs.run(name, version, selection, baseline, top, max_error_rate)
+        with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                      MofNCompleteColumn(), TextColumn("subjects"),
+                      transient=True, disable=as_json) as bar:
+            task = bar.add_task(f"dry run {name}@{version}", total=None)
+            return c.dry_runs.run(name, version, selection, baseline, top, max_error_rate,
+                                  tenant=tenant, on_progress=lambda done, total: bar.update(
+                                      task, completed=done, total=total))
 
     result = _with_container(run)
     typer.echo(json.dumps(result.to_json(), indent=2) if as_json else render_dry_run(result))
@@ -130,6 +138,8 @@ def render_dry_run(result: DryRun) -> str:
     title = (f"dry run of {result.draft.name}@{result.draft.version} ({result.draft.status}) over "
              f"{result.subjects} subjects" + (" (range truncated)" if result.truncated else ""))
     base = result.baseline
+    if result.stopped:
+        title += f" (stopped: {result.stopped})"
     return render_report(title, result.report, f"{base.name}@{base.version}" if base else None)
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+
 import typer
 
 from cli.common import stop_on_signals
 from events.checkpoints import Checkpoints
 from events.kafka_io import ensure_topics
-from events.kafka_producers import make_publisher
-from events.relay import Progress, RelayLoop
-from events.relay_lock import RelayLock
+from events.kafka_producers import ClosablePublisher, make_publisher
+from events.relay import OutboxFeed, Progress, RelayLoop
+from events.relay_lock import LockLost, RelayLock
 from hcp.bootstrap import bootstrap
 
 
@@ -28,27 +30,45 @@ def relay(
     feeds = container.outbox_feeds()
     stop = stop_on_signals()
     lock = RelayLock(container.engine, settings.topic_prefix)
-    if not lock.acquire(stop, wait=not once, on_wait=lambda: typer.echo(
-            "standby: another relay is publishing this outbox; waiting to take over")):
-        typer.echo("another relay is publishing this outbox; nothing to do")
-        container.close()
-        return
-    ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
-    publisher = make_publisher(settings.kafka_producer, settings.kafka_bootstrap)
-    loop = RelayLoop(feeds, publisher, Checkpoints(container.engine), page_size=page_size)
+    publisher: ClosablePublisher | None = None
     try:
-        if once:
-            for p in loop.drain():
-                _echo(p)
-        else:
-            typer.echo(f"relaying {', '.join(f.topic for f in feeds)} "
-                       f"from {settings.kafka_bootstrap}")
-            loop.run(stop, on_progress=_echo)
-            typer.echo("stopped: last page acknowledged and checkpointed")
+        while not stop.is_set():
+            if not lock.acquire(stop, wait=not once, on_wait=lambda: typer.echo(
+                    "standby: another relay is publishing this outbox; waiting to take over")):
+                if not stop.is_set():
+                    typer.echo("another relay is publishing this outbox; nothing to do")
+                return
+            if publisher is None:
+                ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
+                publisher = make_publisher(settings.kafka_producer, settings.kafka_bootstrap)
+            loop = RelayLoop(feeds, publisher, Checkpoints(container.engine),
+                             page_size=page_size, before_publish=lock.check)
+            try:
+                _publish(loop, stop, once, feeds, settings.kafka_bootstrap)
+            except LockLost:
+                # PostgreSQL restarted (or our session was killed): another relay may hold
+                # the lock now. Publishing on would duplicate its pages; stand by instead.
+                typer.echo("lost the relay lock (the database session ended); standing by")
+                if once:
+                    raise typer.Exit(1) from None
+                continue
+            return
     finally:
-        publisher.close()
+        if publisher is not None:
+            publisher.close()
         lock.release()
         container.close()
+
+
+def _publish(loop: RelayLoop, stop: threading.Event, once: bool, feeds: list[OutboxFeed],
+             bootstrap: str) -> None:
+    if once:
+        for p in loop.drain():
+            _echo(p)
+        return
+    typer.echo(f"relaying {', '.join(f.topic for f in feeds)} from {bootstrap}")
+    loop.run(stop, on_progress=_echo)
+    typer.echo("stopped: last page acknowledged and checkpointed")
 
 
 def _echo(p: Progress) -> None:

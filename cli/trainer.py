@@ -70,6 +70,9 @@ def train_start(
                 "queued" if firing.created else "already fired as")
         console.print(f"{word} run {firing.run_id} ({specialist}, parent {firing.parent_key}, "
                       f"dataset cut {firing.dataset_cut})")
+        if not firing.dispatched:
+            _not_sent(firing.run_id)
+            return
         # Embedded mode trains in a thread of this process: it must live until the run ends.
         if follow or not parts.settings.redis_url:
             _follow(parts, firing.run_id)
@@ -97,9 +100,17 @@ def train_retry(run_id: str, reason: str = typer.Option("retry (CLI)"),
     """Queue a failed run again."""
     with cli_parts() as parts:
         parts.runs.requeue(run_id, cli_actor(), reason)
-        parts.dispatcher.dispatch(run_id)
+        if not parts.triggers.send(run_id):
+            _not_sent(run_id)
+            return
         if follow or not parts.settings.redis_url:
             _follow(parts, run_id)
+
+
+def _not_sent(run_id: str) -> None:
+    console.print(f"[yellow]the broker (HCP_REDIS_URL) is unreachable[/yellow]: run {run_id} is "
+                  "saved as queued and goes out when Redis is back (a trainer worker re-sends "
+                  "queued runs); `hcp train status` shows it")
 
 
 def _follow(parts: Container, run_id: str, poll: float = 0.5) -> None:
@@ -244,6 +255,11 @@ def trainer(
     loglevel: str = typer.Option("info"),
     pool: str = typer.Option("prefork", help="prefork, solo or threads"),
     beat: float = typer.Option(0.0, help="Also evaluate the trigger policies every N seconds"),
+    redispatch_every: float = typer.Option(
+        30.0, help="Re-send runs left queued (broker was down) or whose worker died, every N "
+                   "seconds (0: never; then run `hcp triggers run` somewhere)"),
+    requeue_after: float = typer.Option(60.0, help="How long a run waits queued before the "
+                                        "re-send takes it (a send may just be in flight)"),
     visibility_timeout: float = typer.Option(None, help="Seconds before Redis redelivers an "
                                              "unacknowledged task (must exceed the longest run)"),
     lease_seconds: float = typer.Option(None, help="How long a silent worker keeps its run"),
@@ -258,9 +274,13 @@ def trainer(
                       "no worker is needed")
         raise typer.Exit(2)
     app = celery_worker(settings, visibility_timeout=visibility_timeout or VISIBILITY_TIMEOUT,
-                        lease_seconds=lease_seconds or LEASE_SECONDS, beat_seconds=beat or None)
+                        lease_seconds=lease_seconds or LEASE_SECONDS, beat_seconds=beat or None,
+                        redispatch_seconds=redispatch_every or None, requeue_after=requeue_after)
     argv = ["worker", f"--loglevel={loglevel}", f"--concurrency={concurrency}", f"--pool={pool}"]
-    argv += ["-B"] if beat else []
+    # The beat runs with every worker by default, so a lost run's recovery does not wait
+    # for someone to run `hcp triggers run`; several beats only send duplicates, which the
+    # run's claim makes harmless.
+    argv += ["-B"] if beat or redispatch_every else []
     argv += ["-Q", queues] if queues else []
     app.worker_main(argv)
 

@@ -17,6 +17,12 @@ from contract.problems import Problem
 from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES, is_known_event_type
 
 NUMBER, TRUTH = "a number", "a bool"
+# Every expression is paid for on every subject (and compiled on every validation), and the
+# rubric's deadline is per expression: these caps bound a contract's cost per subject. A
+# rubric that needs more items than this can combine conditions inside fewer expressions.
+MAX_CRITERIA = 20
+MAX_GATES = 20
+MAX_ITEMS = {"criteria": MAX_CRITERIA, "gates": MAX_GATES}
 
 
 def semantic_problems(data: dict[str, Any]) -> list[Problem]:
@@ -24,16 +30,26 @@ def semantic_problems(data: dict[str, Any]) -> list[Problem]:
     harness = _table(data, "harness")
     training = _table(data, "training")
     return [
+        *_count_problems(evaluation),
         *_expression_problems(evaluation, training),
         *_duplicate_problems(evaluation),
         *_reference_problems(harness, evaluation, training),
     ]
 
 
+def _count_problems(evaluation: dict[str, Any]) -> Iterator[Problem]:
+    for section, most in MAX_ITEMS.items():
+        count = len(list(_items(evaluation, section)))
+        if count > most:
+            yield Problem("limit", f"evaluation.{section}",
+                          f"{count} {section} exceed the limit of {most} per contract")
+
+
 def _expression_problems(evaluation: dict[str, Any], training: dict[str, Any]) -> Iterator[Problem]:
     for section in ("criteria", "gates"):
         noun = "criterion" if section == "criteria" else "gate"
-        for index, item in _items(evaluation, section):
+        # Past the cap nothing is compiled: a refused draft must not cost what it would.
+        for index, item in list(_items(evaluation, section))[:MAX_ITEMS[section]]:
             label = f"{noun} {item.get('id', index)!r}"
             path = f"evaluation.{section}[{index}].expression"
             wanted = NUMBER if section == "criteria" else TRUTH

@@ -38,9 +38,18 @@ __all__ = [
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
+# The largest document accepted (UTF-8 bytes): with at most MAX_CRITERIA + MAX_GATES
+# expressions of at most 4096 characters each, real contracts stay far below it, and a
+# refused document costs a length check, not a parse.
+MAX_DOCUMENT_BYTES = 128 * 1024
+
 
 def parse_contract(toml_text: str) -> ContractDocument:
     """Parse and fully validate a contract; raises `ContractInvalid` listing every problem."""
+    size = len(toml_text.encode("utf-8", "surrogatepass"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise ContractInvalid([Problem("limit", "", f"the document is {size} bytes; "
+                                                    f"the limit is {MAX_DOCUMENT_BYTES}")])
     try:
         data = tomllib.loads(toml_text)
     except tomllib.TOMLDecodeError as exc:

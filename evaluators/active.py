@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
+from contract.document import ContractDocument
 from contract.evaluate import compile_contract
+from contract.rubric import DEFAULT_LIMITS, Limits
 from contract.versions import ContractVersion, ContractVersions
 from evaluators.model import VersionRef
 from evaluators.scoring import ScoringVersion
@@ -12,10 +15,26 @@ from evaluators.scoring import ScoringVersion
 log = logging.getLogger(__name__)
 
 
-def compile_version(version: ContractVersion) -> ScoringVersion:
-    """A stored version (any status) ready to score; raises ContractInvalid if it no longer parses."""
+def compile_version(version: ContractVersion, subject_budget_s: float | None = None) -> ScoringVersion:
+    """A stored version (any status) ready to score; raises ContractInvalid if it no longer parses.
+
+    ``subject_budget_s`` bounds the wall time of one subject under this version: the
+    rubric's deadline is per expression, so a version with many expressions could take
+    that many deadlines per subject. The budget is split evenly across the expressions.
+    """
     ref = VersionRef(version.name, version.version, version.content_hash)
-    return ScoringVersion(ref, compile_contract(version.parsed()))
+    doc = version.parsed()
+    return ScoringVersion(ref, compile_contract(doc, subject_limits(doc, subject_budget_s)))
+
+
+def subject_limits(doc: ContractDocument, subject_budget_s: float | None,
+                   base: Limits = DEFAULT_LIMITS) -> Limits:
+    """The rubric limits under which one subject's expressions together fit the budget."""
+    if subject_budget_s is None:
+        return base
+    ev = doc.evaluation
+    expressions = len(ev.criteria) + len(ev.gates) + 1 + (1 if ev.applies_to.when else 0)
+    return replace(base, deadline_s=min(base.deadline_s, subject_budget_s / expressions))
 
 
 class ActiveContracts:
@@ -25,8 +44,8 @@ class ActiveContracts:
     changes, so a refresh costs one small query unless something was published.
     """
 
-    def __init__(self, contracts: ContractVersions) -> None:
-        self.contracts = contracts
+    def __init__(self, contracts: ContractVersions, subject_budget_s: float | None = None) -> None:
+        self.contracts, self.subject_budget_s = contracts, subject_budget_s
         self._compiled: dict[tuple[str, int, str], ScoringVersion] = {}
         self.versions: list[ScoringVersion] = []
 
@@ -37,7 +56,7 @@ class ActiveContracts:
             compiled = self._compiled.get(key)
             if compiled is None:
                 try:
-                    compiled = self._compiled[key] = compile_version(version)
+                    compiled = self._compiled[key] = compile_version(version, self.subject_budget_s)
                 except Exception:
                     # Published documents were valid when published; one that no longer
                     # compiles (an engine change) must not stop scoring under the others.

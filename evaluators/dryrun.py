@@ -4,11 +4,17 @@ The subjects are the last N finished subjects of the draft's kind, or those clos
 events in a position range. Both the draft and the baseline are evaluated afresh on the
 same subject inputs (not read from stored rewards), so the comparison holds even for
 subjects the baseline never scored. The summary itself is contract/dryrun.py's.
+
+Bounds: a tenant's dry run sees only subjects whose every event is that tenant's; each
+subject under each version has ``subject_budget_s`` of wall time (split across its
+expressions); the whole run stops after ``budget_s`` and reports the subjects it scored
+(``stopped``). Large runs go through ``evaluators.dryrun_jobs`` with progress.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,11 +25,13 @@ from contract.subject import Subject
 from contract.versions import PUBLISHED, ContractVersion, ContractVersions, VersionNotFound
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
 from evaluators.active import compile_version
+from evaluators.model import subject_tenant
 from evaluators.scoring import ScoringVersion, evaluate
 from evaluators.subjects import SubjectReader
 from events.store import Closer, EventStore
 
 MAX_SUBJECTS = 10_000
+DEFAULT_BUDGET_S = 120.0
 CLOSERS_OF = {"turn": (TURN_USER, EPISODE_COMPLETED), "episode": (EPISODE_COMPLETED,)}
 
 
@@ -57,6 +65,8 @@ class DryRun:
     truncated: bool  # the range held more than MAX_SUBJECTS subjects; the first ones were used
     report: DryRunReport
     max_error_rate: float = 1.0  # above it the draft fails the check
+    stopped: str | None = None  # why scoring stopped before every selected subject, if it did
+    tenant: str | None = None  # whose subjects were scored (None: every tenant's)
 
     @property
     def passed(self) -> bool:
@@ -70,37 +80,64 @@ class DryRun:
 
         return {"draft": ref(self.draft), "baseline": ref(self.baseline),
                 "selection": self.selection.to_json(), "subjects": self.subjects,
-                "truncated": self.truncated, "report": self.report.to_json(),
+                "truncated": self.truncated, "stopped": self.stopped, "tenant": self.tenant,
+                "report": self.report.to_json(),
                 "check": {"max_error_rate": self.max_error_rate,
                           "error_rate": round(self.report.error_rate, 6), "passed": self.passed}}
 
 
+# Called with (subjects scored, subjects selected) after each subject.
+OnProgress = Callable[[int, int], None]
+
+
 class DryRuns:
     def __init__(self, store: EventStore, contracts: ContractVersions,
-                 max_error_rate: float = 0.05) -> None:
+                 max_error_rate: float = 0.05, subject_budget_s: float | None = None,
+                 budget_s: float = DEFAULT_BUDGET_S,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.store, self.contracts = store, contracts
+        self.subject_budget_s, self.budget_s, self._monotonic = subject_budget_s, budget_s, monotonic
         self.subjects = SubjectReader(store)
         self.max_error_rate = max_error_rate
 
+    def versions(self, name: str, version: int,
+                 baseline: int | None = None) -> tuple[ContractVersion, ContractVersion | None]:
+        """The draft and the baseline a dry run would compare (raises VersionNotFound)."""
+        draft = self.contracts.get(name, version)
+        return draft, self._baseline(draft, baseline)
+
     def run(self, name: str, version: int, selection: Selection, baseline: int | None = None,
-            top: int = 10, max_error_rate: float | None = None, compare: bool = True) -> DryRun:
-        """Score version ``version`` (typically a draft) and ``baseline`` over ``selection``;
+            top: int = 10, max_error_rate: float | None = None, compare: bool = True,
+            tenant: str | None = None, on_progress: OnProgress | None = None) -> DryRun:
+        """Score version ``version`` (typically a draft) and ``baseline`` over ``selection``,
+        only ``tenant``'s subjects if given, for at most ``budget_s`` seconds;
         ``compare=False`` skips the baseline (the publish check needs only the errors)."""
+        started = self._monotonic()
         draft = self.contracts.get(name, version)
         base = self._baseline(draft, baseline) if compare else None
-        scoring = compile_version(draft)
-        subjects, truncated = self._select(scoring.subject_kind, selection)
-        draft_evals, base_evals, served_by = [], [], {}
-        base_scoring = compile_version(base) if base is not None else None
-        for subject in subjects:
+        scoring = compile_version(draft, self.subject_budget_s)
+        base_scoring = compile_version(base, self.subject_budget_s) if base is not None else None
+        subjects, truncated = self._select(scoring.subject_kind, selection, tenant)
+        draft_evals: list[Evaluation] = []
+        base_evals: list[Evaluation] = []
+        served_by: dict[str, str | None] = {}
+        stopped = None
+        for done, subject in enumerate(subjects):
+            if self._monotonic() - started > self.budget_s:
+                stopped = (f"time budget of {self.budget_s:g}s spent after {done} of "
+                           f"{len(subjects)} subjects")
+                break
             inputs: dict[int, dict[str, Any]] = {}
             evaluation, served_by[subject.id] = _safe(subject, scoring, inputs)
             draft_evals.append(evaluation)
             if base_scoring is not None:
                 base_evals.append(_safe(subject, base_scoring, inputs)[0])
+            if on_progress is not None:
+                on_progress(done + 1, len(subjects))
         report = dry_run_report(draft_evals, base_evals, top=top, specialists=served_by)
         limit = self.max_error_rate if max_error_rate is None else max_error_rate
-        return DryRun(draft, base, selection, len(subjects), truncated, report, limit)
+        return DryRun(draft, base, selection, len(draft_evals), truncated, report, limit,
+                      stopped, tenant)
 
     def _baseline(self, draft: ContractVersion, chosen: int | None) -> ContractVersion | None:
         if chosen is not None:
@@ -117,33 +154,40 @@ class DryRuns:
             return None
         return latest if latest.version != draft.version else None
 
-    def _select(self, kind: str, selection: Selection) -> tuple[list[Subject], bool]:
+    def _select(self, kind: str, selection: Selection,
+                tenant: str | None) -> tuple[list[Subject], bool]:
         if selection.last is not None:
-            return self._last(kind, selection.last), False
+            return self._last(kind, selection.last, tenant), False
         lo, hi = selection.from_position or 1, selection.to_position or self.store.head()
         subjects: list[Subject] = []
         after = lo - 1
         while after < hi and len(subjects) <= MAX_SUBJECTS:
-            page = self.store.closers(CLOSERS_OF[kind], after, hi, limit=2000)
+            page = self.store.closers(CLOSERS_OF[kind], after, hi, limit=2000, tenant=tenant)
             if not page:
                 break
-            subjects += self.subjects.closed_at(_by_stream(page), {kind})
+            subjects += _of_tenant(self.subjects.closed_at(_by_stream(page), {kind}), tenant)
             after = page[-1].position
         subjects.sort(key=lambda s: s.events[-1].position)
         return subjects[:MAX_SUBJECTS], len(subjects) > MAX_SUBJECTS
 
-    def _last(self, kind: str, n: int) -> list[Subject]:
+    def _last(self, kind: str, n: int, tenant: str | None) -> list[Subject]:
         subjects: list[Subject] = []
         before = self.store.head()
         while len(subjects) < n and before > 0:
-            page = self.store.closers(CLOSERS_OF[kind], 0, before,
+            page = self.store.closers(CLOSERS_OF[kind], 0, before, tenant=tenant,
                                       limit=max(2 * (n - len(subjects)), 200), newest_first=True)
             if not page:
                 break
-            subjects += self.subjects.closed_at(_by_stream(page), {kind})
+            subjects += _of_tenant(self.subjects.closed_at(_by_stream(page), {kind}), tenant)
             before = page[-1].position - 1
         subjects.sort(key=lambda s: s.events[-1].position, reverse=True)
         return sorted(subjects[:n], key=lambda s: s.events[-1].position)
+
+
+def _of_tenant(subjects: list[Subject], tenant: str | None) -> list[Subject]:
+    """A tenant sees a subject only if every event of it is the tenant's (a stream
+    written before keys had tenants may mix them)."""
+    return subjects if tenant is None else [s for s in subjects if subject_tenant(s) == tenant]
 
 
 def _by_stream(closers: Sequence[Closer]) -> dict[str, list[int]]:

@@ -71,10 +71,10 @@ class Totals:
 class Evaluator:
     def __init__(self, store: EventStore, contracts: ContractVersions, rewards: RewardStore,
                  reevaluations: Reevaluations, reader: LogReader[RecordedEvent],
-                 batch_size: int = 500) -> None:
+                 batch_size: int = 500, subject_budget_s: float | None = None) -> None:
         self.store, self.rewards, self.reevaluations = store, rewards, reevaluations
         self.reader, self.batch_size = reader, batch_size
-        self.active = ActiveContracts(contracts)
+        self.active = ActiveContracts(contracts, subject_budget_s)
         self.subjects = SubjectReader(store)
 
     def poll_once(self, timeout: float = 1.0) -> StepResult:

@@ -58,6 +58,7 @@ class RewardRecord:
     errors: tuple[Mapping[str, str], ...] = ()
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     position: int | None = None
+    tenant: str | None = None  # the subject's tenant; None: operators only (see subject_tenant)
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -87,6 +88,7 @@ class RewardRecord:
             "specialist": self.specialist,
             "adapter_version": self.adapter_version,
             "eligible": self.eligible,
+            "tenant": self.tenant,
             "errors": [dict(e) for e in self.errors],
             "created_at": self.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
         }
@@ -130,7 +132,15 @@ def _provenance(subject: Subject, version: VersionRef) -> dict[str, Any]:
         "event_ids": tuple(str(e.event_id) for e in subject.events),
         "contract_name": version.name, "contract_version": version.version,
         "contract_hash": version.content_hash, "evaluator_version": EVALUATOR_VERSION,
+        "tenant": subject_tenant(subject),
     }
+
+
+def subject_tenant(subject: Subject) -> str | None:
+    """The tenant every event of the subject belongs to; None when they disagree (a
+    stream written before keys had tenants), which leaves the reward to operators."""
+    tenants = {event.metadata.tenant for event in subject.events}
+    return tenants.pop() if len(tenants) == 1 else None
 
 
 def errors_text(errors: Sequence[Mapping[str, str]]) -> str | None:

@@ -83,10 +83,10 @@ class Job:
 class Reevaluations:
     def __init__(self, engine: Engine, store: EventStore, contracts: ContractVersions,
                  rewards: RewardStore, chunk_positions: int = 2000,
-                 degraded_above: float = 0.05) -> None:
+                 degraded_above: float = 0.05, subject_budget_s: float | None = None) -> None:
         self.engine, self.store, self.contracts, self.rewards = engine, store, contracts, rewards
         self.subjects = SubjectReader(store)
-        self.chunk_positions = chunk_positions
+        self.chunk_positions, self.subject_budget_s = chunk_positions, subject_budget_s
         self.degraded_above = degraded_above  # error share of applicable subjects
         self._compiled: dict[tuple[str, int], ScoringVersion] = {}
 
@@ -225,7 +225,8 @@ class Reevaluations:
     def _version(self, name: str, version: int) -> ScoringVersion:
         key = (name, version)
         if key not in self._compiled:
-            self._compiled[key] = compile_version(self.contracts.get(name, version))
+            self._compiled[key] = compile_version(self.contracts.get(name, version),
+                                                  self.subject_budget_s)
         return self._compiled[key]
 
 

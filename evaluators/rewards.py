@@ -53,6 +53,7 @@ class RewardQuery:
     stream_id: str | None = None
     specialist: str | None = None
     eligible: bool | None = None
+    tenant: str | None = None  # only this tenant's rewards; None: every tenant's
     after: int = 0
     limit: int = 100
 
@@ -100,14 +101,21 @@ class RewardStore:
             rows = conn.execute(select(*columns).where(rr.c.subject_id.in_(subject_ids)))
         return {(r[0], r[1], int(r[2])) for r in rows}
 
-    def head(self) -> int:
-        """The last committed reward position (0 when there is none)."""
+    def head(self, tenant: str | None = None) -> int:
+        """The last committed reward position (0 when there is none), or the tenant's last."""
         with self.engine.connect() as conn:
-            return head(conn, rr.c.position)
+            if tenant is None:
+                return head(conn, rr.c.position)
+            return int(conn.execute(select(func.max(rr.c.position))
+                                    .where(rr.c.tenant == tenant)).scalar() or 0)
 
-    def get(self, reward_id: uuid.UUID) -> RewardRecord | None:
+    def get(self, reward_id: uuid.UUID, tenant: str | None = None) -> RewardRecord | None:
+        """The reward; None if there is none or it belongs to another tenant."""
+        query = select(rr).where(rr.c.reward_id == reward_id)
+        if tenant is not None:
+            query = query.where(rr.c.tenant == tenant)
         with self.engine.connect() as conn:
-            row = conn.execute(select(rr).where(rr.c.reward_id == reward_id)).first()
+            row = conn.execute(query).first()
         return from_row(row._mapping) if row else None
 
     def find(self, query: RewardQuery) -> list[RewardRecord]:
@@ -115,7 +123,8 @@ class RewardStore:
         statement = select(rr).where(rr.c.position > query.after)
         filters = {rr.c.contract_name: query.contract_name, rr.c.contract_version: query.contract_version,
                    rr.c.subject_id: query.subject_id, rr.c.stream_id: query.stream_id,
-                   rr.c.specialist: query.specialist, rr.c.eligible: query.eligible}
+                   rr.c.specialist: query.specialist, rr.c.eligible: query.eligible,
+                   rr.c.tenant: query.tenant}
         for column, value in filters.items():
             if value is not None:
                 statement = statement.where(column == value)
@@ -270,7 +279,7 @@ def to_row(record: RewardRecord) -> dict[str, Any]:
         "components": dict(record.components), "gates": dict(record.gates), "split": record.split,
         "specialist": record.specialist, "adapter_version": record.adapter_version,
         "eligible": record.eligible, "error": errors_text(record.errors),
-        "created_at": utc(record.created_at),
+        "created_at": utc(record.created_at), "tenant": record.tenant,
     }
 
 
@@ -284,5 +293,5 @@ def from_row(row: Any) -> RewardRecord:
         score=row["score"], components=dict(row["components"] or {}), gates=dict(row["gates"] or {}),
         split=row["split"], specialist=row["specialist"], adapter_version=row["adapter_version"],
         eligible=bool(row["eligible"]), errors=errors_from_text(row["error"]),
-        created_at=utc(row["created_at"]), position=row["position"],
+        created_at=utc(row["created_at"]), position=row["position"], tenant=row["tenant"],
     )

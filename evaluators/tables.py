@@ -52,6 +52,7 @@ reward_records = Table(
     Column("eligible", Boolean, nullable=False),  # usable for training under [training]
     Column("error", Text),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("tenant", String(200)),  # the tenant of the subject's events (NULL: operators only)
     UniqueConstraint("subject_id", "contract_name", "contract_version",
                      name="uq_reward_records_subject_version"),
     ForeignKeyConstraint(["contract_name", "contract_version"],
@@ -60,6 +61,7 @@ reward_records = Table(
     Index("ix_reward_records_contract", "contract_name", "contract_version", "position"),
     Index("ix_reward_records_specialist", "specialist", "position"),
     Index("ix_reward_records_stream", "stream_id", "position"),
+    Index("ix_reward_records_tenant", "tenant", "position"),
 )
 
 # Re-scoring history under a newly published version: one row per job, with progress.
@@ -81,4 +83,26 @@ reevaluations = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("contract_name", "contract_version", "from_position",
                      name="uq_reevaluations_version_from"),
+)
+
+# Dry runs too large to answer within one request: the job, its progress and its report.
+dry_run_jobs = Table(
+    "dry_run_jobs",
+    metadata,
+    Column("job_id", String(36), primary_key=True),
+    Column("contract_name", String(100), nullable=False),
+    Column("contract_version", Integer, nullable=False),
+    Column("baseline_version", Integer),
+    Column("selection", JSON, nullable=False),
+    Column("top", Integer, nullable=False),
+    Column("max_error_rate", Float),  # None: the server's HCP_MAX_ERROR_RATE
+    Column("tenant", String(200)),  # whose subjects it scores (NULL: every tenant's)
+    Column("created_by", String(200), nullable=False),
+    Column("status", String(20), nullable=False),  # queued | running | succeeded | failed
+    Column("done", Integer, nullable=False),  # subjects scored so far
+    Column("total", Integer, nullable=False),  # subjects selected
+    Column("result", JSON),  # the dry run's JSON once it succeeded
+    Column("error", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
 )

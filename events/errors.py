@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from kernel.errors import Conflict
+from kernel.errors import Conflict, Forbidden
 
 
 class EventLogError(Conflict):
@@ -33,3 +33,15 @@ class WrongExpectedSeq(EventLogError):
         super().__init__(
             f"stream '{stream_id}' is at seq {actual}, the writer expected {expected}"
         )
+
+
+class StreamOfAnotherTenant(Forbidden):
+    """Every event of a stream belongs to one tenant: the stream's last event names
+    another tenant than the event being appended (HTTP 403)."""
+
+    code = "stream_of_another_tenant"
+
+    def __init__(self, stream_id: str, index: int | None = None) -> None:
+        self.stream_id, self.index = stream_id, index
+        self.field = f"events[{index}].stream_id" if index is not None else "stream_id"
+        super().__init__(f"stream '{stream_id}' belongs to another tenant")

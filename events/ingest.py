@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from events.catalogue import CUSTOM_PREFIX, PayloadInvalid, validate_client_event
+from events.catalogue import CUSTOM_PREFIX, PayloadInvalid, reserved_stream, validate_client_event
 from events.model import EventMetadata, NewEvent
 from events.store import Appended, EventStore
 from kernel.canonical import canonical_json
@@ -58,6 +58,18 @@ class IngestLimits:
     payload: JsonLimits = field(default_factory=JsonLimits)  # depth, keys, string length
 
 
+@dataclass(frozen=True)
+class Author:
+    """Who writes a batch, as authenticated (never as claimed): stamped on every event.
+
+    ``tenant`` None is an operator, who may name any tenant on each event; a tenant's
+    writer stamps its own tenant and may not name another.
+    """
+
+    actor: str
+    tenant: str | None = None
+
+
 # The registry's answer to "is this <kind> known": None if so, else why not. Kinds:
 # "specialist", "adapter" (an adapter version id), "contract" (NAME@VERSION).
 ReferenceCheck = Callable[[str, str], str | None]
@@ -65,16 +77,17 @@ AHEAD_OF_REGISTRY = "ahead_of_registry"
 
 
 def ingest(store: EventStore, items: Sequence[ClientEvent], limits: IngestLimits,
-           references: ReferenceCheck | None = None) -> list[Appended]:
-    """Validate every item (and its registry references, given a check), then append the
-    batch all-or-nothing."""
+           author: Author, references: ReferenceCheck | None = None) -> list[Appended]:
+    """Validate every item (and its registry references, given a check), stamp actor and
+    tenant from ``author``, then append the batch all-or-nothing. The client's ``actor``
+    is kept as ``claimed_actor``."""
     if not items:
         raise BatchRejected("events", "the batch is empty")
     if len(items) > limits.max_batch_events:
         raise BatchRejected(
             "events", f"{len(items)} events exceed the batch limit of {limits.max_batch_events}", 413
         )
-    batch = [_to_new_event(i, item, limits) for i, item in enumerate(items)]
+    batch = [_to_new_event(i, item, limits, author) for i, item in enumerate(items)]
     if references is not None:
         _check_references(items, references)
     return store.append(batch)
@@ -127,8 +140,11 @@ def _check_pairing(index: int, item: ClientEvent) -> None:
                                 f"adapter '{adapter}' is not a version of specialist '{specialist}'")
 
 
-def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits) -> NewEvent:
-    # First, before anything walks the payload recursively: it must be storable as sent
+def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: Author) -> NewEvent:
+    if reserved_stream(item.stream_id):
+        raise BatchRejected(f"events[{index}].stream_id",
+                            f"'{item.stream_id}' is in a stream namespace reserved for the server")
+    # Then, before anything walks the payload recursively: it must be storable as sent
     # (finite numbers, no lone surrogates or NUL, no duplicate keys) and within limits.
     try:
         check_json_value(item.payload, limits.payload, f"events[{index}].payload")
@@ -145,13 +161,22 @@ def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits) -> NewEve
             f"{size} bytes exceed the payload limit of {limits.max_payload_bytes}", 413,
         )
     meta = EventMetadata(
-        occurred_at=item.occurred_at, actor=item.actor, tenant=item.tenant,
+        occurred_at=item.occurred_at, actor=author.actor, tenant=_tenant(index, item, author),
         specialist=item.specialist, adapter_version=item.adapter_version,
         contract=item.contract, causation_id=item.causation_id,
-        correlation_id=item.correlation_id,
+        correlation_id=item.correlation_id, claimed_actor=item.actor,
     )
     return NewEvent(
         stream_id=item.stream_id, type=item.type, payload=item.payload,
         event_id=item.event_id or uuid.uuid4(), schema_version=version, metadata=meta,
         expected_seq=item.expected_seq,
     )
+
+
+def _tenant(index: int, item: ClientEvent, author: Author) -> str | None:
+    if author.tenant is None:
+        return item.tenant  # an operator acts for the tenant it names (or for none)
+    if item.tenant not in (None, author.tenant):
+        raise BatchRejected(f"events[{index}].metadata.tenant",
+                            "this key writes for its own tenant only", 403)
+    return author.tenant

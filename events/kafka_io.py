@@ -56,6 +56,7 @@ def event_from_json(data: dict[str, Any]) -> RecordedEvent:
             adapter_version=meta.get("adapter_version"), contract=meta.get("contract"),
             causation_id=_uuid(meta.get("causation_id")),
             correlation_id=_uuid(meta.get("correlation_id")),
+            claimed_actor=meta.get("claimed_actor"),
         ),
         recorded_at=datetime.fromisoformat(meta["recorded_at"]),
         payload_digest=data["payload_digest"], prev_hash=data.get("prev_hash", ""),

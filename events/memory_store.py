@@ -28,30 +28,36 @@ class InMemoryEventStore(EventStore):
     def append(self, batch: Sequence[NewEvent], conn: Any = None) -> list[Appended]:
         with self._lock:
             heads: dict[str, int] = {}
+            owners: dict[str, str | None] = {}
             for event in self.events:
                 heads[event.stream_id] = event.stream_seq
+                owners[event.stream_id] = event.metadata.tenant
             head_hash = self.events[-1].hash if self.events else GENESIS_HASH
-            results = number_batch(batch, self._by_id, len(self.events), head_hash, heads, utcnow())
+            results = number_batch(batch, self._by_id, len(self.events), head_hash, heads, utcnow(),
+                                   owners)
             for appended in results:
                 if appended.created:
                     self.events.append(appended.event)
                     self._by_id[appended.event.event_id] = appended.event
             return results
 
-    def get(self, event_id: uuid.UUID) -> RecordedEvent | None:
+    def get(self, event_id: uuid.UUID, tenant: str | None = None) -> RecordedEvent | None:
         found = self._by_id.get(event_id)
-        return upcast_event(found) if found else None
+        return upcast_event(found) if found and _seen_by(found, tenant) else None
 
     def get_many(self, event_ids: Iterable[uuid.UUID | str], conn: Any = None) -> dict[str, RecordedEvent]:
         found = (self._by_id.get(uuid.UUID(str(i))) for i in event_ids)
         return {str(e.event_id): upcast_event(e) for e in found if e is not None}
 
-    def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000) -> list[RecordedEvent]:
-        matching = [e for e in self.events if e.stream_id == stream_id and e.stream_seq > after_seq]
+    def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000,
+                    tenant: str | None = None) -> list[RecordedEvent]:
+        matching = [e for e in self.events if e.stream_id == stream_id and e.stream_seq > after_seq
+                    and _seen_by(e, tenant)]
         return [upcast_event(e) for e in matching[:limit]]
 
-    def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False) -> list[RecordedEvent]:
-        page = self.events[after:after + limit]
+    def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False,
+                 tenant: str | None = None) -> list[RecordedEvent]:
+        page = [e for e in self.events[after:] if _seen_by(e, tenant)][:limit]
         return page if raw else [upcast_event(e) for e in page]
 
     def read_windows(self, reads: dict[str, tuple[int, int]],
@@ -67,9 +73,9 @@ class InMemoryEventStore(EventStore):
         return found
 
     def closers(self, types: Collection[str], after: int, upto: int, limit: int,
-                newest_first: bool = False) -> list[Closer]:
+                newest_first: bool = False, tenant: str | None = None) -> list[Closer]:
         matching = [Closer(e.position, e.stream_id, e.stream_seq) for e in self.events
-                    if e.type in types and after < e.position <= upto]
+                    if e.type in types and after < e.position <= upto and _seen_by(e, tenant)]
         return (matching[::-1] if newest_first else matching)[:limit]
 
     def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
@@ -78,5 +84,9 @@ class InMemoryEventStore(EventStore):
     def streams_of_tenant(self, tenant: str) -> list[str]:
         return sorted({e.stream_id for e in self.events if e.metadata.tenant == tenant})
 
-    def head(self) -> int:
-        return len(self.events)
+    def head(self, tenant: str | None = None) -> int:
+        return max((e.position for e in self.events if _seen_by(e, tenant)), default=0)
+
+
+def _seen_by(event: RecordedEvent, tenant: str | None) -> bool:
+    return tenant is None or event.metadata.tenant == tenant

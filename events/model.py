@@ -19,7 +19,12 @@ METADATA_FIELDS = (
     "contract",
     "causation_id",
     "correlation_id",
+    "claimed_actor",
 )
+
+# Fields added after the log began: each is part of the wire form and of the chain hash
+# only when set, so every event written before it existed keeps its hash.
+OPTIONAL_METADATA = ("claimed_actor",)
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class EventMetadata:
     contract: str | None = None  # HCP contract version the harness ran under, e.g. "default@2"
     causation_id: uuid.UUID | None = None
     correlation_id: uuid.UUID | None = None
+    # What the client said ``actor`` was; ``actor`` itself is stamped from its API key.
+    claimed_actor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,10 @@ class RecordedEvent:
 
 
 def metadata_json(meta: EventMetadata, recorded_at: datetime) -> dict[str, Any]:
-    """Metadata in its wire form; the hash chain covers exactly these fields too."""
+    """Metadata in its wire form; the hash chain covers exactly these fields too
+    (an ``OPTIONAL_METADATA`` field appears only when it is set)."""
+    optional = {name: getattr(meta, name) for name in OPTIONAL_METADATA
+                if getattr(meta, name) is not None}
     return {
         "occurred_at": _iso(meta.occurred_at),
         "recorded_at": _iso(recorded_at),
@@ -96,6 +106,7 @@ def metadata_json(meta: EventMetadata, recorded_at: datetime) -> dict[str, Any]:
         "contract": meta.contract,
         "causation_id": _str(meta.causation_id),
         "correlation_id": _str(meta.correlation_id),
+        **optional,
     }
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from events.chain import chain_hash, payload_digest
-from events.errors import EventIdConflict, WrongExpectedSeq
+from events.errors import EventIdConflict, StreamOfAnotherTenant, WrongExpectedSeq
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.store import Appended
 from kernel.clock import utc
@@ -21,14 +21,20 @@ from kernel.clock import utc
 
 def number_batch(batch: Sequence[NewEvent], existing: dict[uuid.UUID, RecordedEvent],
                  head_position: int, head_hash: str, stream_seqs: dict[str, int],
-                 now: datetime) -> list[Appended]:
+                 now: datetime, stream_tenants: dict[str, str | None] | None = None,
+                 ) -> list[Appended]:
     """One ``Appended`` per input: stored duplicates as they are, new events numbered.
+
+    ``stream_tenants`` holds the tenant of each existing stream's last event: a stream
+    belongs to one tenant, so an event naming another is refused (a stream first written
+    by a batch belongs to the tenant of its first event).
 
     Raises:
         EventIdConflict: an event_id is stored (or repeated in the batch) with other content.
         WrongExpectedSeq: an ``expected_seq`` does not match its stream's head.
+        StreamOfAnotherTenant: the stream belongs to another tenant.
     """
-    known, seqs = dict(existing), dict(stream_seqs)
+    known, seqs, owners = dict(existing), dict(stream_seqs), dict(stream_tenants or {})
     position, prev_hash = head_position, head_hash
     results: list[Appended] = []
     for index, new in enumerate(batch):
@@ -39,6 +45,9 @@ def number_batch(batch: Sequence[NewEvent], existing: dict[uuid.UUID, RecordedEv
             results.append(Appended(stored, created=False))
             continue
         current = seqs.get(new.stream_id, 0)
+        if current and stream_tenants is not None and owners.get(new.stream_id) != new.metadata.tenant:
+            raise StreamOfAnotherTenant(new.stream_id, index)
+        owners[new.stream_id] = new.metadata.tenant
         if new.expected_seq is not None and new.expected_seq != current:
             raise WrongExpectedSeq(new.stream_id, new.expected_seq, current, index)
         position += 1

@@ -115,9 +115,13 @@ class RelayLoop:
 
     def __init__(self, feeds: Sequence[OutboxFeed], publisher: Publisher,
                  checkpoints: Checkpoints, page_size: int = 1000,
-                 idle_interval: float = 0.05, max_backoff: float = 10.0) -> None:
+                 idle_interval: float = 0.05, max_backoff: float = 10.0,
+                 before_publish: Callable[[], None] | None = None) -> None:
+        """``before_publish`` runs before every page goes out and raises to stop it (the
+        relay lock's ``check``: a relay that lost its lock must not publish another page)."""
         self.feeds, self.publisher, self.checkpoints = list(feeds), publisher, checkpoints
         self.page_size, self.idle_interval, self.max_backoff = page_size, idle_interval, max_backoff
+        self.before_publish = before_publish
 
     def step(self) -> list[Progress]:
         """Relay at most one page of each feed."""
@@ -129,6 +133,8 @@ class RelayLoop:
         position = self.checkpoints.load(name)
         messages = feed.read_after(position, self.page_size)
         if messages:
+            if self.before_publish is not None:
+                self.before_publish()
             self.publisher.publish(feed.topic, messages)
             position = messages[-1].position
             self.checkpoints.save(name, position)  # only after every message is acked
@@ -147,7 +153,8 @@ class RelayLoop:
     def run(self, stop: threading.Event,
             on_progress: Callable[[Progress], None] | None = None) -> None:
         """Relay until ``stop`` is set; a page in flight is finished (acked and
-        checkpointed) first. Kafka or database failures are retried with backoff."""
+        checkpointed) first. Kafka or database failures are retried with backoff; what
+        ``before_publish`` raises (a lost lock) ends the loop."""
         backoff = self.idle_interval
         while not stop.is_set():
             try:

@@ -35,7 +35,12 @@ class Closer:
 
 
 class EventStore(ABC):
-    """The log: append batches atomically, read by id, stream, position or window."""
+    """The log: append batches atomically, read by id, stream, position or window.
+
+    The read methods a client's request reaches take ``tenant``: given, only that
+    tenant's events are seen (what a tenant's API key may read); ``None`` reads every
+    tenant's (operators, and the server's own workers).
+    """
 
     @abstractmethod
     def append(self, batch: Sequence[NewEvent], conn: Connection | None = None) -> list[Appended]:
@@ -50,10 +55,13 @@ class EventStore(ABC):
         Raises:
             EventIdConflict: an event_id exists with different content.
             WrongExpectedSeq: an ``expected_seq`` does not match the stream.
+            StreamOfAnotherTenant: a stream's last event names another tenant (every
+                event of a stream belongs to one tenant).
         """
 
     @abstractmethod
-    def get(self, event_id: uuid.UUID) -> RecordedEvent | None: ...
+    def get(self, event_id: uuid.UUID, tenant: str | None = None) -> RecordedEvent | None:
+        """The event, upcast; None if it does not exist or belongs to another tenant."""
 
     @abstractmethod
     def get_many(self, event_ids: Iterable[uuid.UUID | str],
@@ -61,10 +69,13 @@ class EventStore(ABC):
         """The stored events among ``event_ids``, upcast, keyed by their id as text."""
 
     @abstractmethod
-    def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000) -> list[RecordedEvent]: ...
+    def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000,
+                    tenant: str | None = None) -> list[RecordedEvent]:
+        """A stream's events with stream_seq > ``after_seq``, in seq order, upcast."""
 
     @abstractmethod
-    def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False) -> list[RecordedEvent]:
+    def read_all(self, after: int = 0, limit: int = 1000, raw: bool = False,
+                 tenant: str | None = None) -> list[RecordedEvent]:
         """Events with position > ``after`` in position order; ``raw`` skips upcasting."""
 
     @abstractmethod
@@ -79,7 +90,7 @@ class EventStore(ABC):
 
     @abstractmethod
     def closers(self, types: Collection[str], after: int, upto: int, limit: int,
-                newest_first: bool = False) -> list[Closer]:
+                newest_first: bool = False, tenant: str | None = None) -> list[Closer]:
         """Events of ``types`` with ``after < position <= upto``, oldest (or newest) first."""
 
     @abstractmethod
@@ -91,8 +102,8 @@ class EventStore(ABC):
         """The ids of the streams that hold an event of ``tenant``, sorted."""
 
     @abstractmethod
-    def head(self) -> int:
-        """The last committed position (0 for an empty log)."""
+    def head(self, tenant: str | None = None) -> int:
+        """The last committed position (0 for an empty log), or the tenant's last one."""
 
     def iter_all(self, after: int = 0, page: int = 5000, raw: bool = False) -> Iterator[RecordedEvent]:
         while batch := self.read_all(after, page, raw):

@@ -7,6 +7,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     DateTime,
+    Index,
     Integer,
     String,
     Table,
@@ -32,8 +33,9 @@ events = Table(
     Column("payload", JSON, nullable=False),
     Column("occurred_at", DateTime(timezone=True)),
     Column("recorded_at", DateTime(timezone=True), nullable=False),
-    Column("actor", String(200)),
-    Column("tenant", String(200)),
+    Column("actor", String(200)),  # stamped from the API key that wrote it
+    Column("tenant", String(200)),  # stamped from the key (an operator key may name one)
+    Column("claimed_actor", String(200)),  # what the client said the actor was, unchecked
     Column("specialist", String(100)),
     Column("adapter_version", String(200)),
     Column("contract", String(200)),
@@ -43,6 +45,8 @@ events = Table(
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
     UniqueConstraint("stream_id", "stream_seq", name="uq_events_stream_seq"),
+    # A tenant key reads "tenant = T AND position > after ORDER BY position".
+    Index("ix_events_tenant_position", "tenant", "position"),
 )
 
 # Where each log follower (the Kafka relay, embedded consumers) has got to.

@@ -25,6 +25,7 @@ from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from evaluators.comparison import Comparisons
 from evaluators.dryrun import DryRuns
+from evaluators.dryrun_jobs import DryRunJobs
 from evaluators.evaluator import Evaluator
 from evaluators.outbox import rewards_table_feed
 from evaluators.publishing import Publisher
@@ -99,7 +100,7 @@ class Container:
 
     @cached_property
     def keys(self) -> ApiKeys:
-        return ApiKeys(self.engine)
+        return ApiKeys(self.engine, self.store, cache_ttl_s=self.settings.key_cache_seconds)
 
     @cached_property
     def health(self) -> DependencyProbes:
@@ -116,11 +117,17 @@ class Container:
     @cached_property
     def reevaluations(self) -> Reevaluations:
         return Reevaluations(self.engine, self.store, self.contracts, self.rewards,
-                             degraded_above=self.settings.max_error_rate)
+                             degraded_above=self.settings.max_error_rate,
+                             subject_budget_s=self.settings.subject_budget_seconds)
 
     @cached_property
     def dry_runs(self) -> DryRuns:
-        return DryRuns(self.store, self.contracts, self.settings.max_error_rate)
+        return DryRuns(self.store, self.contracts, self.settings.max_error_rate,
+                       self.settings.subject_budget_seconds, self.settings.dry_run_budget_seconds)
+
+    @cached_property
+    def dry_run_jobs(self) -> DryRunJobs:
+        return DryRunJobs(self.engine, self.dry_runs)
 
     @cached_property
     def publisher(self) -> Publisher:
@@ -135,7 +142,8 @@ class Container:
                   session_timeout_s: float = 10.0) -> Evaluator:
         """A worker in consumer group ``group``: Kafka when configured, else the database log."""
         return Evaluator(self.store, self.contracts, self.rewards, self.reevaluations,
-                         reader or self.event_reader(group, session_timeout_s), batch_size)
+                         reader or self.event_reader(group, session_timeout_s), batch_size,
+                         subject_budget_s=self.settings.subject_budget_seconds)
 
     def event_reader(self, group: str, session_timeout_s: float = 10.0) -> LogReader[RecordedEvent]:
         settings = self.settings
@@ -162,7 +170,8 @@ class Container:
 
     @cached_property
     def registry(self) -> Registry:
-        return Registry(self.engine, self.store, self.contracts.content_hashes)
+        return Registry(self.engine, self.store, self.contracts.content_hashes,
+                        models_root=self.settings.resolved_models_dir)
 
     @cached_property
     def aliases(self) -> Aliases:
@@ -252,17 +261,21 @@ class Container:
         return Triggers(self.engine, self.store, self.policies, self.rewards, self.manifests,
                         self.runs, self.dispatcher, self.serving)
 
-    def worker_services(self) -> WorkerServices:
-        """What a Celery worker process's tasks call (see ``celery_worker``)."""
+    def worker_services(self, requeue_after: float = 60.0) -> WorkerServices:
+        """What a Celery worker process's tasks call (see ``celery_worker``); the re-send
+        takes runs queued for ``requeue_after`` seconds, and runs on an expired lease."""
 
         def evaluate_triggers() -> list[dict[str, Any]]:
             checks = self.triggers.evaluate()
             self.triggers.redispatch()
             return [c.to_json() for c in checks]
 
-        return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers)
+        return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers,
+                              redispatch=lambda: self.triggers.redispatch(requeue_after))
 
     def close(self) -> None:
+        if "dry_run_jobs" in self.__dict__:
+            self.dry_run_jobs.close()
         self.engine.dispose()
 
 
@@ -274,8 +287,9 @@ def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Co
     return Container(settings=settings, engine=engine)
 
 
-def celery_worker(settings: Settings, **options: Any) -> Any:
+def celery_worker(settings: Settings, requeue_after: float = 60.0, **options: Any) -> Any:
     """The Celery app of a training worker; each worker process bootstraps its own
     container on its first task (after the prefork fork)."""
-    return make_celery(settings.redis_url, services=lambda: bootstrap(settings).worker_services(),
+    return make_celery(settings.redis_url,
+                       services=lambda: bootstrap(settings).worker_services(requeue_after),
                        **options)

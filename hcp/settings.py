@@ -60,6 +60,26 @@ class Settings(BaseSettings):
         1.5, gt=0, description="How long /healthz waits for each dependency")
     unavailable_retry_after_s: int = Field(
         5, ge=1, description="Retry-After of a 503 when the database is unreachable")
+    models_dir: Path | None = Field(
+        None, description="The only directory base models may be registered from; "
+                          "default <data_dir>/models"
+    )
+    key_cache_seconds: float = Field(
+        5.0, ge=0, description="How long a process trusts an authenticated key without SQL; "
+                               "a revocation elsewhere takes effect within this time"
+    )
+    subject_budget_seconds: float = Field(
+        1.0, gt=0, description="Most wall time one subject's evaluation under one contract "
+                               "version may take (split across its expressions)"
+    )
+    dry_run_budget_seconds: float = Field(
+        120.0, gt=0, description="Most wall time one dry run may score for; it then reports "
+                                 "the subjects scored so far"
+    )
+    dry_run_wait_seconds: float = Field(
+        5.0, ge=0, description="How long POST .../dry-run waits for the result before "
+                               "answering 202 with a job to poll"
+    )
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
     openlineage_namespace: str = Field(
@@ -102,6 +122,10 @@ class Settings(BaseSettings):
     @property
     def resolved_artifact_dir(self) -> Path:
         return self.artifact_dir or self.data_dir / "artifacts"
+
+    @property
+    def resolved_models_dir(self) -> Path:
+        return self.models_dir or self.data_dir / "models"
 
 
 @lru_cache(maxsize=1)

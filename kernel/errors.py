@@ -1,7 +1,7 @@
 """The base errors of every package; the API maps each family to one HTTP status.
 
 A package raises its own subclass (``VersionNotFound``, ``EventIdConflict`` ...) so its
-callers can be specific, and the API needs only these three families (plus ``code``,
+callers can be specific, and the API needs only these four families (plus ``code``,
 the machine-readable name in the error body) to answer consistently.
 """
 
@@ -25,6 +25,13 @@ class Conflict(DomainError):
     """The change contradicts what is stored, or the thing's state (HTTP 409)."""
 
     code = "conflict"
+
+
+class Forbidden(DomainError):
+    """The caller may not do this to this thing, whatever its scopes (HTTP 403): e.g. a
+    tenant's key writing to another tenant's stream, or an operator-only change."""
+
+    code = "forbidden"
 
 
 class Invalid(DomainError, ValueError):

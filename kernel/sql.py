@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Column, Table, func, select, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from kernel.db import is_postgres
 
@@ -45,12 +46,32 @@ def insert_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]],
     if conn.dialect.driver != "psycopg":
         conn.execute(table.insert(), list(rows))
         return
+    import psycopg
     from psycopg.types.json import Json
 
     names = [column.name for column in table.columns]
     raw = conn.connection.driver_connection
     assert raw is not None
     statement = f"COPY {table.name} ({', '.join(names)}) FROM STDIN"
-    with raw.cursor() as cursor, cursor.copy(statement) as copy:
-        for row in rows:
-            copy.write_row([Json(row[n]) if n in json_columns else row[n] for n in names])
+    try:
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row([Json(row[n]) if n in json_columns else row[n] for n in names])
+    except psycopg.Error as exc:
+        raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
+
+
+def _as_sqlalchemy_error(conn: Connection, statement: str, exc: Any,
+                         driver_error: type[Exception]) -> Exception:
+    """A driver error of the raw connection as SQLAlchemy would have raised it.
+
+    The COPY bypasses SQLAlchemy, so its errors arrive as bare psycopg exceptions, which
+    callers that retry on ``DBAPIError`` (the evaluator, the relay) would not catch; and a
+    connection the server dropped (a restart) must be invalidated, or the pool would hand
+    the dead connection out again.
+    """
+    disconnected = conn.dialect.is_disconnect(exc, conn.connection.dbapi_connection, None)
+    if disconnected:
+        conn.invalidate(exc)
+    return DBAPIError.instance(statement, None, exc, driver_error,
+                               connection_invalidated=disconnected, dialect=conn.dialect)

@@ -9,6 +9,7 @@ from api.routes import (
     dryrun,
     events,
     health,
+    jobs,
     lineage,
     policies,
     rewards,
@@ -17,5 +18,5 @@ from api.routes import (
 from api.routes import registry as registry_routes
 
 ROUTERS = [health.router, events.router, audit.router, contracts.router, registry_routes.router,
-           rewards.router, dryrun.router, lineage.router, artifacts.router, serving.router,
-           compare.router, policies.router, approvals.router]
+           rewards.router, dryrun.router, jobs.router, lineage.router, artifacts.router,
+           serving.router, compare.router, policies.router, approvals.router]

@@ -5,12 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
+from fastapi.responses import JSONResponse
 
-from api.deps import ContractsDep, ContractsRead, ContractsWrite, DryRunsDep, ReevaluationsDep
+from api.deps import (
+    ContractsDep,
+    ContractsRead,
+    ContractsWrite,
+    DryRunJobsDep,
+    DryRunRead,
+    ReevaluationsDep,
+    SettingsDep,
+)
 from api.jsonbody import StrictJsonRoute
 from api.params import VersionPath
 from api.responses import BODY, SECURED, errors
 from api.schemas.contracts import (
+    DryRunAcceptedOut,
     DryRunIn,
     DryRunOut,
     ReevaluateIn,
@@ -23,19 +33,35 @@ router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=Stric
                    responses=SECURED)
 
 
+ACCEPTED: dict[int | str, dict[str, Any]] = {202: {
+    "model": DryRunAcceptedOut,
+    "description": "Not done within HCP_DRY_RUN_WAIT_SECONDS: a job to poll at the Location header",
+    "headers": {"Location": {"description": "/v1/dry-runs/{job_id}", "schema": {"type": "string"}}},
+}}
+
+
 @router.post("/{name}/versions/{version}/dry-run", response_model=DryRunOut,
-             responses={**BODY, **errors(404)})
-def dry_run(name: str, version: VersionPath, dry_runs: DryRunsDep, _: ContractsRead,
-            body: DryRunIn | None = None) -> dict[str, Any]:
-    """Score a version over history and compare it with a baseline; writes nothing."""
+             responses={**BODY, **errors(404), **ACCEPTED})
+def dry_run(name: str, version: VersionPath, jobs: DryRunJobsDep, settings: SettingsDep,
+            principal: DryRunRead, body: DryRunIn | None = None) -> Any:
+    """Score a version over history (the key's tenant's subjects only) and compare it with
+    a baseline; writes no reward. 200 with the report when it is done within
+    HCP_DRY_RUN_WAIT_SECONDS, else 202 with a job to poll at ``/v1/dry-runs/{job_id}``."""
     body = body or DryRunIn()
     last = body.last if body.last or body.from_position or body.to_position else 500
     try:
         selection = Selection(last, body.from_position, body.to_position)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    return dry_runs.run(name, version, selection, body.baseline, body.top,
-                        body.max_error_rate).to_json()
+    job = jobs.submit(name, version, selection, body.baseline, body.top, body.max_error_rate,
+                      principal.tenant, principal.actor)
+    job = jobs.wait(job.job_id, settings.dry_run_wait_seconds)
+    if job.status == "succeeded" and job.result is not None:
+        return {**job.result, "job_id": job.job_id}
+    if job.status == "failed":
+        raise HTTPException(500, f"dry run failed: {job.error}")
+    return JSONResponse({"job": job.to_json()}, status_code=202,
+                        headers={"Location": f"/v1/dry-runs/{job.job_id}"})
 
 
 @router.get("/{name}/versions/{version}/reevaluation", response_model=ReevaluationJobsOut,

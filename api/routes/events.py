@@ -51,7 +51,8 @@ def append_events(
         for e in batch.events
     ]
     limits = IngestLimits(settings.max_batch_events, settings.max_payload_bytes, settings.json_limits)
-    appended = ingest(store, items, limits, references)
+    appended = ingest(store, items, limits, principal.author, references)
+
     if not any(a.created for a in appended):
         response.status_code = 200
     metrics.events_appended.inc(sum(a.created for a in appended))
@@ -66,7 +67,7 @@ def append_events(
             responses=errors(404))
 def get_event(event_id: uuid.UUID, store: StoreDep, principal: EventsRead) -> Response:
     """One event by id, payload upcast to the type's current schema version."""
-    event = store.get(event_id)
+    event = store.get(event_id, principal.tenant)
     if event is None:
         raise HTTPException(404, f"no event {event_id}")
     return SafeJSONResponse(event.to_json())
@@ -79,8 +80,8 @@ def read_stream(
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
 ) -> Response:
     """A stream's events in stream_seq order (``next_after`` is a stream_seq here)."""
-    events = store.read_stream(stream_id, after_seq, limit)
-    return _page(events, events[-1].stream_seq if events else after_seq, store.head())
+    events = store.read_stream(stream_id, after_seq, limit, principal.tenant)
+    return _page(events, events[-1].stream_seq if events else after_seq, store.head(principal.tenant))
 
 
 @router.get("/events", response_model=EventPage, response_class=SafeJSONResponse)
@@ -90,8 +91,8 @@ def read_feed(
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Response:
     """The global feed in position order, one page at a time."""
-    events = store.read_all(after, limit)
-    return _page(events, events[-1].position if events else after, store.head())
+    events = store.read_all(after, limit, tenant=principal.tenant)
+    return _page(events, events[-1].position if events else after, store.head(principal.tenant))
 
 
 def _page(events: list[RecordedEvent], next_after: int, head: int) -> SafeJSONResponse:

@@ -149,9 +149,12 @@ def get_adapter(adapter_id: str, registry: RegistryDep, _: RegistryRead) -> dict
 
 
 @router.get("/adapters/{adapter_id}/lineage", response_model=LineageOut, responses=errors(404))
-def lineage(adapter_id: str, chains: LineageDep, _: RegistryRead,
+def lineage(adapter_id: str, chains: LineageDep, principal: RegistryRead,
             deep: bool = False) -> dict[str, Any]:
-    """The chain back to the root, each link re-verified (``deep``: rebuild data, hash base)."""
+    """The chain back to the root, each link re-verified (``deep``: rebuild data, hash base;
+    operators only, as it reads every tenant's events)."""
+    if deep and not principal.operator:
+        raise HTTPException(403, "deep lineage reads every tenant's events: operator keys only")
     chain = chains.chain(adapter_id, deep)
     return {"adapter_id": adapter_id, "verified": all(link["verified"] for link in chain),
             "chain": chain}

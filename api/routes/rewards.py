@@ -21,7 +21,7 @@ router = APIRouter(prefix="/v1/rewards", tags=["rewards"], route_class=StrictJso
 
 @router.get("", response_model=RewardPageOut, responses=errors(404))
 def list_rewards(
-    rewards: RewardsDep, contracts: ContractsDep, _: RewardsRead,
+    rewards: RewardsDep, contracts: ContractsDep, principal: RewardsRead,
     contract: Annotated[str | None, Query(description="NAME, NAME@<version> or NAME@latest")] = None,
     version: Annotated[str | None, Query(pattern=r"^(\d+|latest)$",
                                          description="A version number, or latest published")] = None,
@@ -45,11 +45,12 @@ def list_rewards(
         raise HTTPException(422, "a version needs a contract name")
     query = reward_query(contracts, name, version or at, subject_id=subject_id,
                          stream_id=stream_id, specialist=specialist, eligible=eligible,
-                         after=after, limit=limit)
+                         tenant=principal.tenant, after=after, limit=limit)
     found = rewards.find(query)
     return {"rewards": [r.to_json() for r in found],
             "contract": None if name is None else {"name": name, "version": query.contract_version},
-            "next_after": found[-1].position if found else after, "head": rewards.head()}
+            "next_after": found[-1].position if found else after,
+            "head": rewards.head(principal.tenant)}
 
 
 def _check_version(field: str, text: str | None) -> None:
@@ -62,9 +63,9 @@ def _check_version(field: str, text: str | None) -> None:
 
 
 @router.get("/{reward_id}", response_model=RewardOut, responses=errors(404))
-def get_reward(reward_id: uuid.UUID, rewards: RewardsDep, _: RewardsRead) -> dict[str, Any]:
+def get_reward(reward_id: uuid.UUID, rewards: RewardsDep, principal: RewardsRead) -> dict[str, Any]:
     """One reward record by id."""
-    found = rewards.get(reward_id)
+    found = rewards.get(reward_id, principal.tenant)
     if found is None:
         raise HTTPException(404, f"no reward {reward_id}")
     return found.to_json()

@@ -74,7 +74,7 @@ def retry_run(run_id: str, body: RetryIn, runs: RunsDep, triggers: TriggersDep,
               principal: TrainWrite) -> dict[str, Any]:
     """Queue a failed run again (the same run: the same work key, manifest and parent)."""
     run = runs.requeue(run_id, principal.actor, body.reason)
-    triggers.dispatcher.dispatch(run_id)
+    triggers.send(run_id)  # an unreachable broker leaves it queued; a worker re-sends it
     return run.to_json()
 
 

@@ -183,13 +183,45 @@ class DryRunCheckOut(Out):
 
 
 class DryRunOut(Out):
+    """A dry run; over HTTP also ``job_id``, the job that ran it (``GET /v1/dry-runs/{job_id}``)."""
+
     draft: VersionRefOut
     baseline: VersionRefOut | None
     selection: SelectionOut
-    subjects: int
+    subjects: int = Field(description="Subjects scored")
     truncated: bool = Field(description="The range held more subjects than a dry run scores")
+    stopped: str | None = Field(description="Why scoring stopped early (its time budget)")
+    tenant: str | None = Field(description="Whose subjects were scored; null: every tenant's")
     report: DryRunReportOut
     check: DryRunCheckOut
+
+
+DryRunJobStatus = Literal["queued", "running", "succeeded", "failed"]
+
+
+class DryRunJobOut(Out):
+    """A dry run as a job: its progress and, once it succeeded, its report."""
+
+    job_id: str
+    contract_name: str
+    contract_version: int
+    baseline_version: int | None
+    selection: JsonObject
+    top: int
+    tenant: str | None
+    created_by: str
+    status: DryRunJobStatus
+    done: int = Field(description="Subjects scored so far")
+    total: int = Field(description="Subjects selected (0 until scoring starts)")
+    progress: float = Field(description="done / total, 0..1")
+    result: DryRunOut | None = Field(description="The dry run, once it succeeded")
+    error: str | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class DryRunAcceptedOut(Out):
+    job: DryRunJobOut
 
 
 class ReevaluationJobOut(Out):

@@ -13,8 +13,10 @@ from api.schemas.common import INT32_MAX, INT64_MAX, JsonObject, Out, Timestamp,
 class MetadataIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     occurred_at: UtcDatetime | None = None
-    actor: str | None = Field(None, max_length=200)
-    tenant: str | None = Field(None, max_length=200)
+    actor: str | None = Field(None, max_length=200, description="Kept as claimed_actor: the "
+                              "stored actor is the API key that writes the event")
+    tenant: str | None = Field(None, max_length=200, description="A tenant key's own tenant "
+                               "(or omitted); an operator key may name any")
     specialist: str | None = Field(None, max_length=100)
     adapter_version: str | None = Field(None, max_length=200)
     contract: str | None = Field(None, max_length=200)
@@ -54,9 +56,12 @@ class AppendedBatchOut(Out):
 
 
 class EventMetadataOut(Out):
+    """Also ``claimed_actor`` (what the client sent as actor, unchecked), only on events
+    whose client sent one: like the hash chain, the wire form carries it only when set."""
+
     occurred_at: Timestamp | None
     recorded_at: Timestamp
-    actor: str | None
+    actor: str | None = Field(description="The API key that wrote it (key:<label>), or the server")
     tenant: str | None
     specialist: str | None
     adapter_version: str | None

@@ -35,6 +35,7 @@ class RewardOut(Out):
     specialist: str | None
     adapter_version: str | None
     eligible: bool
+    tenant: str | None = Field(None, description="The subject's tenant; null: operators only")
     errors: list[dict[str, str]]
     created_at: Timestamp
 

@@ -71,6 +71,8 @@ class FiringOut(Out):
     fired_at: Timestamp
     rerun: int = Field(0, description="0: the work's first run; n: its n-th forced re-run")
     created: bool = Field(description="False when this work had been fired before")
+    dispatched: bool = Field(description="False when the broker was unreachable: the run is "
+                             "queued and a trainer worker re-sends it")
 
 
 class FiredOut(Out):

@@ -55,7 +55,7 @@ def env(postgres_url: str, broker: str, tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def parts(env: dict[str, str], tmp_path: Path) -> Iterator[Container]:
     settings = Settings(database_url=env["HCP_DATABASE_URL"], redis_url=env["HCP_REDIS_URL"],
-                        data_dir=tmp_path, kafka_bootstrap="")
+                        data_dir=tmp_path, kafka_bootstrap="", models_dir=tmp_path)
     container = Container(settings=settings, engine=make_engine(settings.database_url))
     p = container  # dispatches to Celery: settings.redis_url is set
     digest = seed_contract(p.engine)

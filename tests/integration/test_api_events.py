@@ -22,12 +22,14 @@ class Api:
     container: Container
     writer: dict[str, str]
     reader: dict[str, str]
+    base: int  # the log head before a test's events: creating keys writes api_key.* events
 
     def post(self, body: Any, headers: dict[str, str] | None = None) -> Any:
         return self.client.post("/v1/events", json=body, headers=self.writer if headers is None else headers)
 
     def head(self) -> int:
-        return self.container.store.head()
+        """How many events the test's requests stored."""
+        return self.container.store.head() - self.base
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -41,7 +43,7 @@ def api(database_url: str) -> Iterator[Api]:
     writer = bearer(create_key(container.engine, ["events:write"]))
     reader = bearer(create_key(container.engine, ["events:read"]))
     with TestClient(create_app(container)) as client:
-        yield Api(client, container, writer, reader)
+        yield Api(client, container, writer, reader, container.store.head())
     container.close()
 
 
@@ -56,15 +58,19 @@ def test_a_batch_is_appended_and_can_be_read_back(api: Api) -> None:
 
     assert response.status_code == 201
     out = response.json()["events"]
+    base = api.base
     assert [(e["stream_id"], e["stream_seq"], e["position"]) for e in out] == [
-        ("a", 1, 1), ("b", 1, 2), ("a", 2, 3)]
+        ("a", 1, base + 1), ("b", 1, base + 2), ("a", 2, base + 3)]
     one = api.client.get(f"/v1/events/{out[1]['event_id']}", headers=api.reader).json()
-    assert (one["payload"], one["metadata"]["actor"], one["hash"]) == (
+    # The actor is the key that wrote it; what the client said is kept beside it.
+    assert (one["payload"], one["metadata"]["claimed_actor"], one["hash"]) == (
         {"text": "hi"}, "u1", out[1]["hash"])
+    assert one["metadata"]["actor"].startswith("key:")
     stream = api.client.get("/v1/streams/a", headers=api.reader).json()
     assert [e["payload"]["text"] for e in stream["events"]] == ["hi", "again"]
-    feed = api.client.get("/v1/events?after=1&limit=1", headers=api.reader).json()
-    assert ([e["position"] for e in feed["events"]], feed["next_after"], feed["head"]) == ([2], 2, 3)
+    feed = api.client.get(f"/v1/events?after={base + 1}&limit=1", headers=api.reader).json()
+    assert ([e["position"] for e in feed["events"]], feed["next_after"], feed["head"]) == (
+        [base + 2], base + 2, base + 3)
 
 
 def test_the_same_event_again_is_200_and_the_stored_event(api: Api) -> None:
@@ -145,5 +151,6 @@ def test_keys_are_required_and_scoped(api: Api) -> None:
     assert api.head() == 0
 
     admin = bearer(create_key(api.container.engine, ["admin"]))
+    api.base += 1  # the key's api_key.created event
     assert api.post(body, headers=admin).status_code == 201
     assert api.client.get("/v1/audit/verify", headers=admin).json()["intact"] is True

@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from access.keys import ApiKeys, create_key
 from api.app import create_app
+from events.sql_store import SqlEventStore
 from hcp.bootstrap import Container, bootstrap
 from hcp.settings import Settings
 from kernel.db import make_engine
@@ -67,7 +68,7 @@ def routes_down(postgres_url: str, refused_url: str, tmp_path: Path) -> Iterator
     live = make_engine(postgres_url)
     key = create_key(live, ["admin"])
     container = down_container(refused_url, tmp_path)
-    container.keys = ApiKeys(live)  # type: ignore[misc]
+    container.keys = ApiKeys(live, SqlEventStore(live))  # type: ignore[misc]
     yield TestClient(create_app(container)), key
     live.dispose()
 

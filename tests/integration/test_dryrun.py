@@ -91,13 +91,18 @@ def test_the_dry_run_route_answers_with_the_report(container: Container) -> None
     publish(container.contracts, contract_text())
     history(container)
     draft = container.contracts.create_draft("default", contract_text(answered_weight=0.25), "t", 1)
-    reader = {"Authorization": f"Bearer {create_key(container.engine, ['contracts:read'])}"}
+    reader_key = create_key(container.engine, ["contracts:read", "events:read"])
+    reader = {"Authorization": f"Bearer {reader_key}"}
     rewards_only = {"Authorization": f"Bearer {create_key(container.engine, ['rewards:read'])}"}
+    # A dry run shows what rubrics make of event content: contracts:read alone is not enough.
+    writer_key = create_key(container.engine, ["contracts:write", "contracts:read"])
+    no_content = {"Authorization": f"Bearer {writer_key}"}
 
     with TestClient(create_app(container)) as client:
         url = f"/v1/contracts/default/versions/{draft.version}/dry-run"
         response = client.post(url, json={"last": 5, "baseline": 1}, headers=reader)
         refused = client.post(url, json={"last": 5}, headers=rewards_only)
+        without_events = client.post(url, json={"last": 5}, headers=no_content)
         both = client.post(url, json={"last": 5, "from_position": 1}, headers=reader)
         missing = client.post("/v1/contracts/default/versions/99/dry-run", json={}, headers=reader)
 
@@ -106,6 +111,6 @@ def test_the_dry_run_route_answers_with_the_report(container: Container) -> None
     assert body["draft"]["version"] == draft.version and body["baseline"]["version"] == 1
     assert body["subjects"] == 5 and len(body["report"]["histogram"]) == 10
     assert {"mean_delta", "became_eligible", "became_ineligible", "largest_movers"} <= set(body["report"])
-    assert refused.status_code == 403
+    assert refused.status_code == without_events.status_code == 403
     assert both.status_code == 422
     assert missing.status_code == 404

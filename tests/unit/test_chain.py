@@ -55,3 +55,21 @@ def test_reordered_rows_are_found():
 
 def test_digest_ignores_key_order():
     assert payload_digest({"a": 1, "b": [1, 2]}) == payload_digest({"b": [1, 2], "a": 1})
+
+
+def test_claimed_actor_is_chained_only_where_it_is_set():
+    from events.chain import chained_fields
+    from events.model import metadata_json
+
+    old = _chain(1)[0]  # written before the field existed: its hash must not change
+    assert "claimed_actor" not in chained_fields(old)
+    assert "claimed_actor" not in metadata_json(old.metadata, old.recorded_at)
+    assert verify_chain([old]).intact
+
+    claimed = replace(old, metadata=EventMetadata(actor="key:bot", claimed_actor="alice"))
+    claimed = replace(claimed, hash=chain_hash(GENESIS_HASH, claimed))
+    assert chained_fields(claimed)["claimed_actor"] == "alice"
+    assert claimed.to_json()["metadata"]["claimed_actor"] == "alice"
+    assert verify_chain([claimed]).intact
+    forged = replace(claimed, metadata=EventMetadata(actor="key:bot", claimed_actor="bob"))
+    assert "metadata altered" in verify_chain([forged]).first_break.reason

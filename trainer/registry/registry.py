@@ -64,9 +64,17 @@ def _check_name(kind: str, name: str) -> None:
         raise Invalid(f"{kind} name '{name}' must match {NAME.pattern}")
 
 
+class BaseModelPathRefused(Invalid):
+    field = "path"
+
+
 class Registry:
-    def __init__(self, engine: Engine, store: EventStore, contract_hashes: ContractHashes) -> None:
+    def __init__(self, engine: Engine, store: EventStore, contract_hashes: ContractHashes,
+                 models_root: Path | None = None) -> None:
+        """``models_root``: the only directory base models are registered from (the server
+        reads their weights and config); None allows any path (library use, tests)."""
         self.engine, self.store, self.contract_hashes = engine, store, contract_hashes
+        self.models_root = models_root
 
     # --- base models -------------------------------------------------------------
 
@@ -74,11 +82,12 @@ class Registry:
         """Record a local model directory by its weight hash; the same again is a no-op.
 
         Raises:
+            BaseModelPathRefused: ``path`` resolves outside the models root.
             Invalid: no weight files or no config.json under ``path``.
             Conflict: ``name`` is taken by other weights.
         """
         _check_name("base model", name)
-        root, digest, config = _read_model_dir(path)
+        root, digest, config = _read_model_dir(self._confined(path))
         with self.engine.begin() as conn:
             lock_registry(conn)
             existing = conn.execute(select(base_models).where(base_models.c.name == name)).first()
@@ -95,6 +104,22 @@ class Registry:
                       "registered_at": event.recorded_at, "event_position": event.position}
             conn.execute(base_models.insert().values(**values))
         return self.base_model(name)
+
+    def _confined(self, path: str | Path) -> Path:
+        """``path`` resolved (symlinks followed; relative: under the models root), refused
+        unless it lies inside the models root: a request must not make the server read,
+        hash and echo back an arbitrary file."""
+        try:
+            if self.models_root is None:
+                return Path(path).resolve()
+            root = self.models_root.resolve()
+            resolved = (root / path).resolve()  # an absolute ``path`` replaces ``root`` here
+        except (OSError, ValueError) as exc:  # a NUL in the path, a symlink loop
+            raise BaseModelPathRefused(f"'{path}' cannot be resolved: {exc}") from None
+        if not resolved.is_relative_to(root):
+            raise BaseModelPathRefused(f"'{path}' is outside the models directory {root} "
+                                       "(HCP_MODELS_DIR); put the model there")
+        return resolved
 
     def base_model(self, name: str) -> BaseModelEntry:
         with self.engine.connect() as conn:

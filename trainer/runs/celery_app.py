@@ -25,7 +25,7 @@ from typing import Any
 
 from celery import Celery, Task
 
-from trainer.runs.dispatch import EVALUATE_TASK, TRAIN_TASK
+from trainer.runs.dispatch import EVALUATE_TASK, REDISPATCH_TASK, TRAIN_TASK
 from trainer.runs.model import RunOutcome
 from trainer.runs.runner import RunnerConfig
 
@@ -35,6 +35,7 @@ QUEUE = "hcp.training"
 VISIBILITY_TIMEOUT = 6 * 3600.0
 LEASE_SECONDS = 60.0
 MAX_ATTEMPTS = 3
+REDISPATCH_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class WorkerServices:
 
     train: Callable[[str, str, RunnerConfig], RunOutcome]  # (run id, worker, config)
     evaluate_triggers: Callable[[], list[dict[str, Any]]]  # fire what is due, re-send lost runs
+    redispatch: Callable[[], list[str]] | None = None  # re-send queued / dead-lease runs
 
 
 ServicesFactory = Callable[[], WorkerServices]
@@ -52,12 +54,15 @@ def make_celery(
     redis_url: str, *, services: ServicesFactory | None = None,
     visibility_timeout: float = VISIBILITY_TIMEOUT, lease_seconds: float = LEASE_SECONDS,
     max_attempts: int = MAX_ATTEMPTS, beat_seconds: float | None = None,
+    redispatch_seconds: float | None = None,
 ) -> Celery:
     """The Celery app on ``redis_url``; with ``services``, the trainer's tasks registered
     (a process that only sends tasks needs none).
 
     ``beat_seconds`` adds a Celery beat entry that evaluates every trigger policy (and
-    re-sends runs no worker holds) that often; run the worker with ``-B`` or a beat.
+    re-sends runs no worker holds) that often; ``redispatch_seconds`` one that only
+    re-sends: runs queued while the broker was down, and runs whose worker died (lease
+    expired). Run the worker with ``-B`` (``hcp trainer`` does by default) or a beat.
     """
     if not redis_url:
         raise ValueError("HCP_REDIS_URL is empty: training runs in-process (embedded mode)")
@@ -78,10 +83,15 @@ def make_celery(
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
     )
+    schedule: dict[str, Any] = {}
     if beat_seconds:
-        app.conf.beat_schedule = {
-            "evaluate-triggers": {"task": EVALUATE_TASK, "schedule": beat_seconds},
-        }
+        schedule["evaluate-triggers"] = {"task": EVALUATE_TASK, "schedule": beat_seconds}
+    if redispatch_seconds:
+        schedule["redispatch"] = {"task": REDISPATCH_TASK, "schedule": redispatch_seconds}
+    if schedule:
+        # In memory: a beat embedded in each worker needs no schedule file, and a missed
+        # tick is harmless (the next one re-sends whatever is still waiting).
+        app.conf.update(beat_schedule=schedule, beat_scheduler="celery.beat:Scheduler")
     if services is not None:
         _register_tasks(app, services, RunnerConfig(lease_seconds=lease_seconds,
                                                     max_attempts=max_attempts))
@@ -113,3 +123,11 @@ def _register_tasks(app: Celery, services: ServicesFactory, config: RunnerConfig
     @app.task(name=EVALUATE_TASK, shared=False)
     def evaluate_triggers() -> list[dict[str, Any]]:
         return local().evaluate_triggers()
+
+    @app.task(name=REDISPATCH_TASK, shared=False)
+    def redispatch() -> list[str]:
+        handler = local().redispatch
+        sent = handler() if handler is not None else []
+        if sent:
+            log.info("re-sent %d run(s) no worker held: %s", len(sent), ", ".join(sent))
+        return sent

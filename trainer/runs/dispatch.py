@@ -17,14 +17,24 @@ log = logging.getLogger(__name__)
 
 TRAIN_TASK = "hcp.train"
 EVALUATE_TASK = "hcp.evaluate_triggers"
+REDISPATCH_TASK = "hcp.redispatch"
 
 # Trains one run as ``worker`` (the runner, with everything it needs bound in).
 TrainRun = Callable[[str, str], RunOutcome]
 
 
+class DispatchFailed(RuntimeError):
+    """The run could not be handed to a worker (the broker is unreachable). The run stays
+    queued in the database, which is the outbox: ``Triggers.redispatch`` sends it later."""
+
+
 class Dispatcher(Protocol):
     def dispatch(self, run_id: str) -> None:
-        """Hand the run to a worker; it may arrive twice (the worker claims it first)."""
+        """Hand the run to a worker; it may arrive twice (the worker claims it first).
+
+        Raises:
+            DispatchFailed: the broker did not take it.
+        """
 
 
 class CeleryDispatcher:
@@ -32,8 +42,13 @@ class CeleryDispatcher:
         self.app = app
 
     def dispatch(self, run_id: str) -> None:
+        from kombu.exceptions import OperationalError
+
         # task_id = run_id: the broker, the worker logs and the run row all name it alike.
-        self.app.send_task(TRAIN_TASK, args=[run_id], task_id=run_id)
+        try:
+            self.app.send_task(TRAIN_TASK, args=[run_id], task_id=run_id)
+        except (OperationalError, OSError) as exc:
+            raise DispatchFailed(f"the broker is unreachable ({exc})") from exc
 
 
 class InProcessDispatcher:

@@ -11,8 +11,9 @@ send is harmless because the task id is the run id and the worker claims the run
 
 from __future__ import annotations
 
+import logging
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -29,7 +30,7 @@ from trainer.datasets.manifests import Manifests
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.registry.aliases import latest_move
 from trainer.registry.registry import adapter_in, base_model_names_in, specialist_names_in
-from trainer.runs.dispatch import Dispatcher
+from trainer.runs.dispatch import Dispatcher, DispatchFailed
 from trainer.runs.model import SUCCEEDED, TrainingRun
 from trainer.runs.store import Runs
 from trainer.triggers.model import Firing
@@ -46,6 +47,7 @@ from trainer.triggers.policy import manual as manual_decision
 from trainer.triggers.sources import Policies
 from trainer.triggers.tables import trigger_firings
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TriggerCheck:
@@ -73,10 +75,12 @@ class Triggers:
         with self.engine.connect() as conn:
             names = specialist_names_in(conn)
         results = [self._evaluate_one(name, actor) for name in names]
+        sent = []
         for result in results:
-            if result.fired is not None and result.fired.created:
-                self.dispatcher.dispatch(result.fired.run_id)
-        return results
+            if result.fired is not None and result.fired.created and not self.send(result.fired.run_id):
+                result = replace(result, fired=replace(result.fired, dispatched=False))
+            sent.append(result)
+        return sent
 
     def fire_manual(self, specialist: str, actor: str, reason: str = "",
                     parent: str | None = None, base_model: str | None = None,
@@ -106,16 +110,29 @@ class Triggers:
                 continue  # lost a race on the work key to a writer without the lock: re-read
         else:
             raise Conflict(f"could not fire '{specialist}' (contention on the work key)")
-        if firing.created:
-            self.dispatcher.dispatch(firing.run_id)
+        if firing.created and not self.send(firing.run_id):
+            firing = replace(firing, dispatched=False)
         return firing
 
-    def redispatch(self, queued_for: float = 60.0) -> list[str]:
-        """Send again the runs no worker holds: queued for long, or running on a dead lease."""
-        run_ids = [run.run_id for run in self.runs.needing_dispatch(queued_for)]
-        for run_id in run_ids:
+    def send(self, run_id: str) -> bool:
+        """Hand a queued run to a worker; False (logged) when the broker is unreachable:
+        the run stays queued and ``redispatch`` sends it once the broker is back."""
+        try:
             self.dispatcher.dispatch(run_id)
-        return run_ids
+        except DispatchFailed as exc:
+            log.warning("run %s is queued but not sent: %s", run_id, exc)
+            return False
+        return True
+
+    def redispatch(self, queued_for: float = 60.0) -> list[str]:
+        """Send again the runs no worker holds: queued for long, or running on a dead lease.
+        Stops at the first send the broker refuses (the rest would fail alike)."""
+        sent: list[str] = []
+        for run in self.runs.needing_dispatch(queued_for):
+            if not self.send(run.run_id):
+                break
+            sent.append(run.run_id)
+        return sent
 
     def firings(self, specialist: str | None = None, limit: int = 50) -> list[Firing]:
         query = select(trigger_firings)

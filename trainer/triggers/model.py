@@ -24,3 +24,6 @@ class Firing(JsonValue):
     fired_at: datetime
     rerun: int = 0  # 0: the first run of this work key; n: the n-th forced re-run of it
     created: bool = True  # False when this work had already been fired before
+    # False when the broker did not take the run: it is queued, and goes out with the next
+    # re-send (a trainer worker re-sends queued runs every --redispatch-every seconds).
+    dispatched: bool = True

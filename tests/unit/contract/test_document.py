@@ -180,3 +180,26 @@ def test_json_schema_accepts_the_example_and_rejects_a_typo() -> None:
     data["evaluation"]["aggregaton"] = "min"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, schema)
+
+
+def _with_criteria(count: int) -> str:
+    extra = "".join(f'\n[[evaluation.criteria]]\nid = "c{i}"\nweight = 1.0\nexpression = "1.0"\n'
+                    for i in range(count - 2))
+    return minimal().replace("[training]", extra + "\n[training]")
+
+
+def test_criteria_per_contract_are_capped() -> None:
+    from contract.checks import MAX_CRITERIA
+
+    parse_contract(_with_criteria(MAX_CRITERIA))
+    [problem] = problems_of(_with_criteria(MAX_CRITERIA + 1))
+    assert (problem.kind, problem.path) == ("limit", "evaluation.criteria")
+    assert f"limit of {MAX_CRITERIA}" in problem.message
+
+
+def test_a_document_over_the_size_limit_is_refused_before_parsing() -> None:
+    from contract.document import MAX_DOCUMENT_BYTES
+
+    text = minimal() + "#" * MAX_DOCUMENT_BYTES + "\n[[[ not toml"
+    [problem] = problems_of(text)
+    assert problem.kind == "limit" and str(MAX_DOCUMENT_BYTES) in problem.message

@@ -27,7 +27,10 @@ class RecordingDispatcher:
 
 
 def make_container(url: str, data_dir: Path, dispatcher: Any = None) -> Container:
-    settings = Settings(database_url=url, data_dir=data_dir, redis_url="", kafka_bootstrap="")
+    # Models are confined to HCP_MODELS_DIR; the tests build theirs in pytest's temporary
+    # directories (this test's and the session's tiny model), all under data_dir's parent.
+    settings = Settings(database_url=url, data_dir=data_dir, redis_url="", kafka_bootstrap="",
+                        models_dir=data_dir.parent)
     return Container(settings=settings, engine=make_engine(url), dispatch_to=dispatcher)
 
 

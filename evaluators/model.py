@@ -58,6 +58,8 @@ class RewardRecord:
     errors: tuple[Mapping[str, str], ...] = ()
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     position: int | None = None
+    prev_hash: str | None = None  # the reward chain (evaluators/chain.py), set when stored
+    hash: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -89,6 +91,8 @@ class RewardRecord:
             "eligible": self.eligible,
             "errors": [dict(e) for e in self.errors],
             "created_at": self.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
         }
 
 

@@ -52,6 +52,9 @@ reward_records = Table(
     Column("eligible", Boolean, nullable=False),  # usable for training under [training]
     Column("error", Text),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # The reward chain (evaluators/chain.py): tamper evidence that names the reward.
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
     UniqueConstraint("subject_id", "contract_name", "contract_version",
                      name="uq_reward_records_subject_version"),
     ForeignKeyConstraint(["contract_name", "contract_version"],

@@ -24,7 +24,8 @@ class Settings(BaseSettings):
     kafka_bootstrap: str = Field(
         "", description="Kafka bootstrap servers; empty means the database log replaces Kafka"
     )
-    topic_prefix: str = Field("hcp", description="Topics are <prefix>.events and <prefix>.rewards")
+    topic_prefix: str = Field(
+        "hcp", description="Topics are <prefix>.events, <prefix>.rewards and <prefix>.checkpoints")
     redis_url: str = Field(
         "", description="Celery broker URL; empty means training tasks run in-process"
     )
@@ -33,6 +34,12 @@ class Settings(BaseSettings):
     )
     max_batch_events: int = Field(500, description="Most events one POST /v1/events may carry")
     max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
+    checkpoint_key_file: Path | None = Field(
+        None, description="Ed25519 key that signs checkpoints (`hcp audit keygen`); keep it out of the repo"
+    )
+    checkpoint_key_name: str = Field(
+        "", description="The key's name (the log's origin) when the key file is PEM or OpenSSH"
+    )
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
 
@@ -60,6 +67,10 @@ class Settings(BaseSettings):
     @property
     def rewards_topic(self) -> str:
         return f"{self.topic_prefix}.rewards"
+
+    @property
+    def checkpoints_topic(self) -> str:
+        return f"{self.topic_prefix}.checkpoints"
 
     @property
     def resolved_artifact_dir(self) -> Path:

@@ -133,8 +133,8 @@ class SqlEventStore(EventStore):
         base = select(events_table).where(e.type.in_(sorted(set(types))))
         # Several queries only when there are more streams than one IN list should carry.
         names = sorted(set(streams)) if streams is not None else None
-        queries = ([base] if names is None else
-                   [base.where(e.stream_id.in_(names[i:i + ID_CHUNK])) for i in range(0, len(names), ID_CHUNK)])
+        queries = ([base] if names is None else [base.where(e.stream_id.in_(names[i:i + ID_CHUNK]))
+                                                 for i in range(0, len(names), ID_CHUNK)])
         found: list[RecordedEvent] = []
         with self.engine.connect() as conn:
             for query in queries:

@@ -15,13 +15,23 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from access.keys import ApiKeys
+from audit.auditor import Auditor
+from audit.builder import TreeBuilder
+from audit.checkpoint_store import CheckpointStore, checkpoints_table_feed
+from audit.jobs import AuditJobs
+from audit.keys import SigningKey, VerifierKey
 from audit.lineage import Lineage
+from audit.proofs import Proofs
+from audit.signer import CheckpointSigner
+from audit.sources import AuditSources
+from audit.sql_nodestore import SqlNodeStore
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
 from evaluators.evaluator import Evaluator
 from evaluators.outbox import rewards_table_feed
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
+from evaluators.seal import RewardSeals
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
 from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
@@ -34,6 +44,7 @@ from trainer.datasets.manifests import Manifests
 from trainer.gate.heldout import Gate
 from trainer.registry.aliases import Aliases
 from trainer.registry.artifacts import ArtifactStore, LocalArtifactStore
+from trainer.registry.records import RegistryRecords
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
 from trainer.runs.celery_app import WorkerServices, make_celery
@@ -43,6 +54,7 @@ from trainer.runs.registration import Registration
 from trainer.runs.runner import RunnerConfig, RunnerDeps, run_training
 from trainer.runs.store import Runs
 from trainer.triggers.firing import Triggers
+from trainer.triggers.records import FiringRecords
 from trainer.triggers.sources import Policies
 
 DEFAULT_GROUP = "evaluator"
@@ -102,9 +114,10 @@ class Container:
                               heartbeat_interval_ms=max(500, timeout_ms // 3))
 
     def outbox_feeds(self) -> list[OutboxFeed]:
-        """What ``hcp relay`` publishes: the event log and the reward records."""
+        """What ``hcp relay`` publishes: the event log, the reward records, the checkpoints."""
         return [EventsFeed(self.store, self.settings.events_topic),
-                rewards_table_feed(self.engine, self.settings.rewards_topic)]
+                rewards_table_feed(self.engine, self.settings.rewards_topic),
+                checkpoints_table_feed(self.engine, self.settings.checkpoints_topic)]
 
     # --- the registry ------------------------------------------------------------------
 
@@ -131,6 +144,55 @@ class Container:
     @cached_property
     def lineage(self) -> Lineage:
         return Lineage(self.registry, self.manifests, self.artifacts)
+
+    # --- the audit ---------------------------------------------------------------------
+
+    @cached_property
+    def signing_key(self) -> SigningKey | None:
+        """The checkpoint key from ``HCP_CHECKPOINT_KEY_FILE`` (None: checkpoints are not signed)."""
+        path = self.settings.checkpoint_key_file
+        if path is None:
+            return None
+        return SigningKey.load(path.read_bytes(), self.settings.checkpoint_key_name or None)
+
+    @property
+    def verifier(self) -> VerifierKey | None:
+        return self.signing_key.verifier() if self.signing_key else None
+
+    @cached_property
+    def tree_builder(self) -> TreeBuilder:
+        return TreeBuilder(self.engine, self.store)
+
+    @cached_property
+    def checkpoint_store(self) -> CheckpointStore:
+        return CheckpointStore(self.engine)
+
+    @cached_property
+    def reward_seals(self) -> RewardSeals:
+        return RewardSeals(self.rewards, self.store)
+
+    @cached_property
+    def checkpoint_signer(self) -> CheckpointSigner:
+        # The reward chain's head is sealed into the log first, so the checkpoint covers it.
+        return CheckpointSigner(self.engine, self.store, self.tree_builder, self.checkpoint_store,
+                                self.signing_key, before_signing=self.reward_seals.seal)
+
+    @cached_property
+    def proofs(self) -> Proofs:
+        return Proofs(self.engine, self.store, self.checkpoint_store)
+
+    @cached_property
+    def auditor(self) -> Auditor:
+        return Auditor(AuditSources(
+            store=self.store, contracts=self.contracts, rewards=self.rewards,
+            registry=RegistryRecords(self.engine), manifests=self.manifests, runs=self.runs,
+            firings=FiringRecords(self.engine), artifacts=self.artifacts,
+            checkpoints=self.checkpoint_store, nodes=lambda: SqlNodeStore(self.engine),
+            verifier=self.verifier))
+
+    @cached_property
+    def audit_jobs(self) -> AuditJobs:
+        return AuditJobs()
 
     # --- training ----------------------------------------------------------------------
 

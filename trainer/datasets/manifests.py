@@ -33,6 +33,8 @@ from trainer.datasets.manifest import (
 )
 from trainer.datasets.tables import dataset_manifests
 
+_ID_CHUNK = 500
+
 
 class Manifests:
     def __init__(self, engine: Engine, rewards: RewardStore, store: EventStore) -> None:
@@ -76,6 +78,19 @@ class Manifests:
         if row is None:
             raise NotFound(f"no dataset manifest '{manifest_id}'")
         return row
+
+    def stored_rows(self, manifest_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Manifests (those of ``manifest_ids``, else all) exactly as stored, for auditors."""
+        query = select(dataset_manifests).order_by(dataset_manifests.c.created_at)
+        wanted = None if manifest_ids is None else sorted(set(manifest_ids))
+        with self.engine.connect() as conn:
+            if wanted is None:
+                return [dict(r._mapping) for r in conn.execute(query)]
+            rows: list[dict[str, Any]] = []
+            for start in range(0, len(wanted), _ID_CHUNK):
+                chunk = query.where(dataset_manifests.c.manifest_id.in_(wanted[start:start + _ID_CHUNK]))
+                rows += [dict(r._mapping) for r in conn.execute(chunk)]
+            return rows
 
     def cut_to(self, manifest_id: str, conn: Connection | None = None) -> int:
         return int(self.row(manifest_id, conn).cut_to)
@@ -121,11 +136,13 @@ class Manifests:
 
 
 def stored_content(row: Any) -> dict[str, Any]:
-    """A stored manifest's hashed content, exactly as ``Manifest.content`` built it."""
-    return {"specialist": row.specialist, "cut_from": row.cut_from, "cut_to": row.cut_to,
-            "reward_ids": row.reward_ids, "subject_event_ids": row.subject_event_ids,
-            "contract_versions": row.contract_versions, "split": row.split,
-            "examples_sha256": row.examples_sha256}
+    """A stored manifest's hashed content, exactly as ``Manifest.content`` built it (``row``:
+    a result row or a mapping of one)."""
+    m = row._mapping if hasattr(row, "_mapping") else row
+    return {"specialist": m["specialist"], "cut_from": m["cut_from"], "cut_to": m["cut_to"],
+            "reward_ids": m["reward_ids"], "subject_event_ids": m["subject_event_ids"],
+            "contract_versions": m["contract_versions"], "split": m["split"],
+            "examples_sha256": m["examples_sha256"]}
 
 
 def _row(record: RewardRecord) -> RewardRow:

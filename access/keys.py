@@ -20,7 +20,7 @@ from access.tables import api_keys
 
 SCOPES = (
     "admin",
-    "events:write", "events:read", "audit:read",
+    "events:write", "events:read", "audit:read", "audit:write",
     "contracts:write", "contracts:read", "rewards:read",
     "registry:read", "registry:write", "train:write",
 )

@@ -11,7 +11,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from access.keys import Principal
 from api.metrics import Metrics
+from audit.auditor import Auditor
+from audit.checkpoint_store import CheckpointStore
+from audit.jobs import AuditJobs
 from audit.lineage import Lineage
+from audit.proofs import Proofs
+from audit.signer import CheckpointSigner
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
 from evaluators.reevaluation import Reevaluations
@@ -63,6 +68,11 @@ LineageDep = Annotated[Lineage, _service("lineage")]
 RunsDep = Annotated[Runs, _service("runs")]
 PoliciesDep = Annotated[Policies, _service("policies")]
 TriggersDep = Annotated[Triggers, _service("triggers")]
+AuditorDep = Annotated[Auditor, _service("auditor")]
+AuditJobsDep = Annotated[AuditJobs, _service("audit_jobs")]
+ProofsDep = Annotated[Proofs, _service("proofs")]
+CheckpointStoreDep = Annotated[CheckpointStore, _service("checkpoint_store")]
+SignerDep = Annotated[CheckpointSigner, _service("checkpoint_signer")]
 
 
 def require(scope: str) -> Callable[..., Any]:
@@ -90,6 +100,7 @@ def require(scope: str) -> Callable[..., Any]:
 EventsWrite = Annotated[Principal, Depends(require("events:write"))]
 EventsRead = Annotated[Principal, Depends(require("events:read"))]
 AuditRead = Annotated[Principal, Depends(require("audit:read"))]
+AuditWrite = Annotated[Principal, Depends(require("audit:write"))]
 ContractsWrite = Annotated[Principal, Depends(require("contracts:write"))]
 ContractsRead = Annotated[Principal, Depends(require("contracts:read"))]
 RewardsRead = Annotated[Principal, Depends(require("rewards:read"))]

@@ -27,13 +27,15 @@ from audit.tree import MerkleTree
 from events.chain import GENESIS_HASH
 from events.store import EventStore
 from kernel.clock import utcnow
-from kernel.errors import Conflict, Invalid
+from kernel.errors import Conflict
 from kernel.sql import lock_writers
 
 log = logging.getLogger(__name__)
 
 
-class NoSigningKey(Invalid):
+class NoSigningKey(Conflict):
+    """The server has no checkpoint key configured (HTTP 409: not in a state to sign)."""
+
     code = "no_checkpoint_key"
 
 
@@ -70,8 +72,10 @@ class CheckpointSigner:
             return self.checkpoints.add_in(conn, signed, key.key_id)
 
     def run(self, stop: threading.Event, every: float,
-            on_signed: Callable[[StoredCheckpoint], None] | None = None) -> None:
-        """Sign every ``every`` seconds while the log grows, until ``stop`` is set."""
+            on_signed: Callable[[StoredCheckpoint], None] | None = None, rounds: int = 0) -> None:
+        """Sign every ``every`` seconds while the log grows, until ``stop`` is set (or after
+        ``rounds`` attempts, when given)."""
+        done = 0
         while not stop.is_set():
             try:
                 signed = self.sign(only_if_grown=True)
@@ -80,6 +84,9 @@ class CheckpointSigner:
                 signed = None
             if signed is not None and on_signed is not None:
                 on_signed(signed)
+            done += 1
+            if rounds and done >= rounds:
+                return
             stop.wait(every)
 
     def signing_key(self) -> SigningKey:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import typer
 
 from cli.common import stop_on_signals
@@ -35,15 +37,22 @@ def relay(
     ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
     publisher = KafkaPublisher(make_producer(settings.kafka_bootstrap))
     loop = RelayLoop(feeds, publisher, Checkpoints(container.engine), page_size=page_size)
+    # The active relay also keeps the Merkle tree at the log's head, so proofs and
+    # checkpoints never wait for a catch-up (standbys do not: one builder per database).
+    builder = threading.Thread(target=container.tree_builder.follow, args=(stop,),
+                               name="merkle-tree", daemon=True)
     try:
         if once:
             for p in loop.drain():
                 _echo(p)
+            container.tree_builder.build()
         else:
             typer.echo(f"relaying {', '.join(f.topic for f in feeds)} "
                        f"from {settings.kafka_bootstrap}")
+            builder.start()
             loop.run(stop, on_progress=_echo)
             typer.echo("stopped: last page acknowledged and checkpointed")
+            builder.join(timeout=30)
     finally:
         publisher.close()
         lock.release()

@@ -68,9 +68,9 @@ class CheckpointStore:
             row = c.execute(select(ac).order_by(ac.c.position.desc()).limit(1)).first()
         return stored(row._mapping) if row else None
 
-    def get(self, position: int) -> StoredCheckpoint:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(ac).where(ac.c.position == position)).first()
+    def get(self, position: int, conn: Connection | None = None) -> StoredCheckpoint:
+        with reading(self.engine, conn) as c:
+            row = c.execute(select(ac).where(ac.c.position == position)).first()
         if row is None:
             raise CheckpointNotFound(f"no checkpoint {position}")
         return stored(row._mapping)

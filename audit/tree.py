@@ -104,7 +104,15 @@ class MerkleTree:
         return size
 
     def _range_hashes(self, ranges: Sequence[Range]) -> list[bytes]:
-        # One read for the whole proof: a SQL store answers it with a single query.
-        per_range = [range_nodes(start, end) for start, end in ranges]
-        found = self._store.read_nodes({node for nodes in per_range for node in nodes})
-        return [fold([found[node] for node in nodes]) for nodes in per_range]
+        return range_hashes(self._store, ranges)
+
+
+def range_hashes(store: NodeStore, ranges: Sequence[Range]) -> list[bytes]:
+    """The hash of each range (a proof's elements) from the store's complete subtrees.
+
+    One read for the whole proof: a SQL store answers it with a single query. The caller
+    vouches that the store holds every range (e.g. they lie within a signed checkpoint).
+    """
+    per_range = [range_nodes(start, end) for start, end in ranges]
+    found = store.read_nodes({node for nodes in per_range for node in nodes})
+    return [fold([found[node] for node in nodes]) for nodes in per_range]

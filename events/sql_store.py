@@ -120,6 +120,12 @@ class SqlEventStore(EventStore):
                     found[str(event.event_id)] = event if raw else upcast_event(event)
         return found
 
+    def chain_link(self, event_id: uuid.UUID, conn: Connection | None = None) -> ChainLink | None:
+        e = events_table.c
+        with reading(self.engine, conn) as c:
+            row = c.execute(select(e.position, e.prev_hash, e.hash).where(e.event_id == event_id)).first()
+        return ChainLink(int(row[0]), str(row[1]), str(row[2])) if row else None
+
     def chain_links(self, after: int, limit: int, conn: Connection | None = None) -> list[ChainLink]:
         e = events_table.c
         query = (select(e.position, e.prev_hash, e.hash).where(e.position > after)

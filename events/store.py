@@ -97,6 +97,12 @@ class EventStore(ABC):
     def head(self) -> int:
         """The last committed position (0 for an empty log)."""
 
+    def chain_link(self, event_id: uuid.UUID, conn: Connection | None = None) -> ChainLink | None:
+        """Where an event sits in the chain (position, prev_hash, hash); None if unknown.
+        Adapters should read only those columns: an inclusion proof starts here."""
+        event = self.get(event_id)
+        return None if event is None else ChainLink(event.position, event.prev_hash, event.hash)
+
     def chain_links(self, after: int, limit: int, conn: Connection | None = None) -> list[ChainLink]:
         """(position, prev_hash, hash) of the events after ``after``, in position order.
 

@@ -19,7 +19,6 @@ from evaluators.rewards import RewardStore
 from events.model import RecordedEvent
 from events.store import EventStore
 from kernel.clock import utcnow
-from kernel.errors import Conflict, NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.registry.artifacts import ArtifactCorrupted, ArtifactNotFound, ArtifactStore
 from trainer.registry.records import RegistryRecords
@@ -76,14 +75,13 @@ class Run:
 
 def rebuild_manifests(src: AuditSources, f: Findings, rows: list[dict[str, Any]],
                       fired: list[RecordedEvent], run: Run) -> None:
-    """Rows against the trigger.fired events, then each manifest rebuilt from its rewards."""
+    """Rows against the trigger.fired events, then every manifest rebuilt from its rewards
+    and events (all of them read once)."""
     training.check_manifests(f, rows, fired)
-    for done, row in enumerate(rows, 1):
-        try:
-            src.manifests.rebuild(row["manifest_id"])
-        except (Conflict, NotFound) as exc:
-            f.add(f"manifest {row['manifest_id']}", f"rebuilt from its rewards and events: {exc}")
-        run.progress("dataset_manifests", done, len(rows))
+    for manifest_id, problem in src.manifests.rebuild_many(rows).items():
+        if problem is not None:
+            f.add(f"manifest {manifest_id}", f"rebuilt from its rewards and events: {problem}")
+    run.progress("dataset_manifests", len(rows), len(rows))
 
 
 def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]], run: Run) -> None:

@@ -114,6 +114,25 @@ class Manifests:
                            f"{row.content_hash[:12]}… (got {manifest.content_hash[:12]}…)")
         return manifest
 
+    def rebuild_many(self, rows: Sequence[dict[str, Any]]) -> dict[str, str | None]:
+        """Rebuild stored manifests (``stored_rows``) reading the rewards and events of all of
+        them once: successive manifests share most of their rewards, so one read per
+        manifest would read the same rows again and again. Returns, by manifest id, None
+        when it rebuilds to its content hash, else why not."""
+        wanted = {str(i) for row in rows for i in row["reward_ids"]}
+        rewards = {r.reward_id: r for r in map(_row, self.rewards.by_ids(_uuids(wanted)))}
+        events = self._events(rewards.values())
+        verdicts: dict[str, str | None] = {}
+        for row in rows:
+            used = sorted((rewards[str(i)] for i in row["reward_ids"] if str(i) in rewards),
+                          key=lambda r: r.position)
+            rebuilt = assemble(row["specialist"], row["cut_from"], row["cut_to"], used, events)
+            missing = len(row["reward_ids"]) - len(used)
+            verdicts[row["manifest_id"]] = None if rebuilt.content_hash == row["content_hash"] else (
+                f"no longer rebuilds to its content hash {row['content_hash'][:12]}… "
+                f"(got {rebuilt.content_hash[:12]}…; {missing} of its rewards missing)")
+        return verdicts
+
     def judged_subjects(self, reward_ids: Sequence[str]) -> dict[str, JudgedSubject]:
         """Each reward's subject as the evaluator saw it (full events, upcast), by reward id."""
         rewards = self.rewards.by_ids(reward_ids)
@@ -143,6 +162,17 @@ def stored_content(row: Any) -> dict[str, Any]:
             "reward_ids": m["reward_ids"], "subject_event_ids": m["subject_event_ids"],
             "contract_versions": m["contract_versions"], "split": m["split"],
             "examples_sha256": m["examples_sha256"]}
+
+
+def _uuids(values: Iterable[str]) -> list[uuid.UUID]:
+    """The well-formed ids among ``values`` (an altered row may hold anything)."""
+    found = []
+    for value in values:
+        try:
+            found.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    return found
 
 
 def _row(record: RewardRecord) -> RewardRow:

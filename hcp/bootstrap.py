@@ -19,7 +19,7 @@ from audit.auditor import Auditor
 from audit.builder import TreeBuilder
 from audit.checkpoint_store import CheckpointStore, checkpoints_table_feed
 from audit.jobs import AuditJobs
-from audit.keys import SigningKey, VerifierKey
+from audit.keys import KeyFormatError, SigningKey, VerifierKey
 from audit.lineage import Lineage
 from audit.proofs import Proofs
 from audit.signer import CheckpointSigner
@@ -40,6 +40,7 @@ from events.store import EventStore
 from hcp.migrate import require_schema_at_head
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
+from kernel.errors import Invalid
 from trainer.datasets.manifests import Manifests
 from trainer.gate.heldout import Gate
 from trainer.registry.aliases import Aliases
@@ -153,7 +154,10 @@ class Container:
         path = self.settings.checkpoint_key_file
         if path is None:
             return None
-        return SigningKey.load(path.read_bytes(), self.settings.checkpoint_key_name or None)
+        try:
+            return SigningKey.load(path.read_bytes(), self.settings.checkpoint_key_name or None)
+        except (OSError, KeyFormatError) as exc:
+            raise Invalid(f"HCP_CHECKPOINT_KEY_FILE={path}: {exc}") from None
 
     @property
     def verifier(self) -> VerifierKey | None:

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response
 
 from api.errors import install_error_handlers
+from api.gate import RequestGate
 from api.metrics import Metrics
 from api.routes import ROUTERS
 from hcp.bootstrap import Container, bootstrap
@@ -32,6 +33,8 @@ def create_app(container: Container | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    # Added before the timing middleware, so it runs inside it: refusals are timed too.
+    app.add_middleware(RequestGate)
 
     @app.middleware("http")
     async def time_requests(

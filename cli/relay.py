@@ -8,7 +8,8 @@ import typer
 
 from cli.common import stop_on_signals
 from events.checkpoints import Checkpoints
-from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
+from events.kafka_io import ensure_topics
+from events.kafka_producers import make_publisher
 from events.relay import Progress, RelayLoop
 from events.relay_lock import RelayLock
 from hcp.bootstrap import bootstrap
@@ -35,7 +36,7 @@ def relay(
         container.close()
         return
     ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
-    publisher = KafkaPublisher(make_producer(settings.kafka_bootstrap))
+    publisher = make_publisher(settings.kafka_producer, settings.kafka_bootstrap)
     loop = RelayLoop(feeds, publisher, Checkpoints(container.engine), page_size=page_size)
     # The active relay also keeps the Merkle tree at the log's head, so proofs and
     # checkpoints never wait for a catch-up (standbys do not: one builder per database).

@@ -55,7 +55,7 @@ class TreeBuilder:
                 return 0
             self._check_links(nodes, size, links)
             try:
-                MerkleTree(nodes).append(chain_leaf(link.hash) for link in links)
+                MerkleTree(nodes).append((chain_leaf(link.hash) for link in links), from_size=size)
             except StaleTreeError:
                 return 0  # another builder got there first; the next step reads its size
         return len(links)

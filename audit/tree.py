@@ -21,7 +21,7 @@ from audit.merkle import (
     node_hash,
     range_nodes,
 )
-from audit.nodestore import Node, NodeStore
+from audit.nodestore import Node, NodeStore, StaleTreeError
 
 
 class CompactRange:
@@ -64,13 +64,17 @@ class MerkleTree:
     def size(self) -> int:
         return self._store.tree_size()
 
-    def append(self, leaves: Iterable[bytes]) -> int:
+    def append(self, leaves: Iterable[bytes], from_size: int | None = None) -> int:
         """Append leaf data after the stored size; write the finished nodes; return the new size.
 
-        Run it in the same transaction as reading the stored size (the store refuses a
-        write from a stale size), so two appenders cannot both extend the same tree.
+        ``from_size``: the size the caller chose ``leaves`` for (e.g. it read the log after
+        that size). Give it whenever the leaves depend on the size: under READ COMMITTED a
+        second read of the size may already see another appender's commit, and the leaves
+        would land after theirs. The store refuses a write from a stale size either way.
         """
         old_size = self._store.tree_size()
+        if from_size is not None and from_size != old_size:
+            raise StaleTreeError(f"tree has size {old_size}, the leaves were chosen for {from_size}")
         compact = self.compact_range(old_size)
         nodes = [node for data in leaves for node in compact.append(data)]
         if nodes:

@@ -62,8 +62,8 @@ def test_the_builder_follows_the_log_in_pages(engine, store):
 
 def test_two_builders_at_once_build_one_tree(engine, store):
     events = append_many(store, streams=2, per_stream=20)
-    builders = [TreeBuilder(engine, store) for _ in range(3)]
-    threads = [threading.Thread(target=b.build, kwargs={"page": 3}) for b in builders]
+    builders = [TreeBuilder(engine, store) for _ in range(4)]
+    threads = [threading.Thread(target=b.build, kwargs={"page": 2}) for b in builders]
     for t in threads:
         t.start()
     for t in threads:

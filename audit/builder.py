@@ -63,8 +63,11 @@ class TreeBuilder:
     def build(self, upto: int | None = None, page: int = PAGE,
               on_progress: Callable[[int], None] | None = None) -> int:
         """Catch up with the log (or until the tree has ``upto`` leaves); return the size."""
-        while upto is None or self.size() < upto:
-            if self.step(page if upto is None else min(page, upto - self.size())) == 0:
+        goal = self.store.head() if upto is None else upto
+        while (size := self.size()) < goal:
+            # 0 appended: another builder got there first (go on from its size) or the
+            # log has no more (stop).
+            if self.step(min(page, goal - size)) == 0 and self.size() == size:
                 break
             if on_progress is not None:
                 on_progress(self.size())

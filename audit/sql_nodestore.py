@@ -7,21 +7,22 @@ and commits its progress at once); without one, each call has its own. A proof i
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from psycopg.errors import IntegrityError as CopyIntegrityError
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from audit.merkle import HASH_SIZE, NodeId
 from audit.nodestore import MissingNodeError, Node, NodeStore, NodeStoreError, StaleTreeError
 from audit.tables import merkle_nodes as mn
-from kernel.db import reading
+from kernel.db import is_postgres, reading
 from kernel.sql import insert_rows
 
-READ_CHUNK = 400  # (level, idx) pairs per query: 800 parameters, under SQLite's limit
+READ_CHUNK = 400  # (level, idx) pairs per SQLite query: 800 parameters, under its limit
 
 
 def completed_nodes(old_size: int, new_size: int) -> set[NodeId]:
@@ -46,10 +47,8 @@ class SqlNodeStore(NodeStore):
         wanted = sorted(set(ids))
         found: dict[NodeId, bytes] = {}
         with reading(self.engine, self.conn) as conn:
-            for start in range(0, len(wanted), READ_CHUNK):
-                keys = [tuple(node) for node in wanted[start:start + READ_CHUNK]]
-                query = select(mn.c.level, mn.c.idx, mn.c.hash).where(tuple_(mn.c.level, mn.c.idx).in_(keys))
-                found.update((NodeId(int(r[0]), int(r[1])), bytes(r[2])) for r in conn.execute(query))
+            for rows in _node_reads(conn, wanted):
+                found.update((NodeId(int(r[0]), int(r[1])), bytes(r[2])) for r in rows)
         missing = [node for node in wanted if node not in found]
         if missing:
             raise MissingNodeError(f"no node at level {missing[0].level}, idx {missing[0].idx} "
@@ -81,6 +80,23 @@ class SqlNodeStore(NodeStore):
             return
         with self.engine.begin() as own:
             yield own
+
+
+# PostgreSQL: two array parameters, one statement text whatever the proof's length, so it
+# is prepared once and never planned again; half the time of an expanded row-value IN.
+_PG_READ = text("SELECT n.level, n.idx, n.hash FROM unnest(CAST(:levels AS smallint[]), "
+                "CAST(:idxs AS bigint[])) AS k(level, idx) JOIN merkle_nodes n "
+                "ON n.level = k.level AND n.idx = k.idx")
+
+
+def _node_reads(conn: Connection, wanted: Sequence[NodeId]) -> Iterator[Iterable[Any]]:
+    if is_postgres(conn):
+        yield conn.execute(_PG_READ, {"levels": [n.level for n in wanted], "idxs": [n.idx for n in wanted]})
+        return
+    for start in range(0, len(wanted), READ_CHUNK):
+        keys = [tuple(node) for node in wanted[start:start + READ_CHUNK]]
+        key = tuple_(mn.c.level, mn.c.idx)
+        yield conn.execute(select(mn.c.level, mn.c.idx, mn.c.hash).where(key.in_(keys)))
 
 
 def _size(conn: Connection) -> int:

@@ -7,7 +7,7 @@ is an UPDATE of an append-only table, so its triggers are lifted for the backfil
 (inside this migration's transaction) and put back before it commits.
 
 Revision ID: 0006
-Revises: 0007
+Revises: 0008
 """
 
 import sqlalchemy as sa
@@ -19,7 +19,7 @@ from evaluators.tables import reward_records
 from kernel.db import append_only_ddl
 
 revision = "0006"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

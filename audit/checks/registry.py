@@ -68,7 +68,8 @@ def check_alias_moves(findings: Findings, rows: list[Row], events: list[Recorded
                 "adapter_id": (row["adapter_id"], p["adapter_id"]),
                 "previous_adapter_id": (row["previous_adapter_id"], p["previous_adapter_id"]),
                 "actor": (row["actor"], event.metadata.actor), "reason": (row["reason"], p["reason"]),
-                "moved_at": (row["moved_at"], event.recorded_at)}
+                "moved_at": (row["moved_at"], event.recorded_at),
+                "kind": (row.get("kind", "move"), p.get("kind", "move"))}
 
     _by_position(findings, "alias move", rows, events, compare)
     targets: dict[tuple[str, str], str | None] = {}  # the log must agree with itself, too

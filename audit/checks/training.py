@@ -39,7 +39,8 @@ def check_firings(findings: Findings, rows: list[Row], events: list[RecordedEven
             "reason": (row["reason"], p["reason"]), "run_id": (row["run_id"], p["run_id"]),
             "fired_by": (row["fired_by"], event.metadata.actor),
             "fired_at": (row["fired_at"], event.recorded_at),
-            "event_position": (row["event_position"], event.position)})
+            "event_position": (row["event_position"], event.position),
+            "rerun": (row.get("rerun", 0), p.get("rerun", 0))})
     for firing_id, event in logged.items():
         findings.add(f"firing {firing_id}", f"the row is missing; trigger.fired at position {event.position} "
                                             "recorded it")
@@ -52,16 +53,16 @@ def replay_run(events: list[RecordedEvent]) -> dict[str, Any]:
         "specialist": events[0].metadata.specialist, "parent_adapter_id": first["parent_adapter_id"],
         "base_model": first["base_model"], "manifest_id": first["manifest_id"],
         "firing_id": first["firing_id"], "hyper": first["hyper"], "created_by": events[0].metadata.actor,
-        "status": "queued", "attempts": 0, "adapter_id": None, "error": None}
+        "status": "queued", "attempts": 0, "adapter_id": None, "error": None, "gate_outcome": None}
     for event in events[1:]:
         p, kind = event.payload, event.type.removeprefix("training.")
         if kind == "started":
             state.update(status="running", attempts=p["attempt"], error=None)
         elif kind == "requeued":
             state.update(status="queued", attempts=0, error=None, adapter_id=None)
-        elif kind in ("succeeded", "failed"):
+        elif kind in ("succeeded", "failed"):  # a success carries what the gate made of it
             state.update(status=kind, attempts=p["attempt"], adapter_id=p.get("adapter_id"),
-                         error=p.get("error"))
+                         error=p.get("error"), gate_outcome=p.get("status"))
     return state
 
 
@@ -78,7 +79,7 @@ def check_runs(findings: Findings, rows: list[Row], events: list[RecordedEvent])
             continue
         state = replay_run(logged)
         findings.differ(subject, f"its training.* events (last at position {logged[-1].position})",
-                        {name: (row[name], value) for name, value in state.items()})
+                        {name: (row.get(name), value) for name, value in state.items()})
     for run_id, logged in streams.items():
         findings.add(f"run {run_id}", f"the row is missing; training.* events at positions "
                                       f"{logged[0].position}.. record it")

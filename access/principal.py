@@ -8,7 +8,7 @@ from events.ingest import Author
 
 SCOPES = (
     "admin",
-    "events:write", "events:read", "audit:read",
+    "events:write", "events:read", "audit:read", "audit:write",
     "contracts:write", "contracts:read", "rewards:read",
     "registry:read", "registry:write", "train:write", "lineage:read",
 )

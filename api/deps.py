@@ -12,8 +12,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from access.principal import Principal
 from api.metrics import Metrics
 from audit.asof import AsOf
+from audit.auditor import Auditor
+from audit.checkpoint_store import CheckpointStore
 from audit.downstream import Downstream
+from audit.jobs import AuditJobs
 from audit.lineage import Lineage
+from audit.proofs import Proofs
+from audit.signer import CheckpointSigner
 from audit.upstream import Upstream
 from contract.serving import ContractServing
 from contract.versions import ContractVersions
@@ -83,6 +88,11 @@ AsOfDep = Annotated[AsOf, _service("as_of")]
 RunsDep = Annotated[Runs, _service("runs")]
 PoliciesDep = Annotated[Policies, _service("policies")]
 TriggersDep = Annotated[Triggers, _service("triggers")]
+AuditorDep = Annotated[Auditor, _service("auditor")]
+AuditJobsDep = Annotated[AuditJobs, _service("audit_jobs")]
+ProofsDep = Annotated[Proofs, _service("proofs")]
+CheckpointStoreDep = Annotated[CheckpointStore, _service("checkpoint_store")]
+SignerDep = Annotated[CheckpointSigner, _service("checkpoint_signer")]
 
 
 def require(*scopes: str, operator_only: bool = False) -> Callable[..., Any]:
@@ -117,6 +127,7 @@ def require(*scopes: str, operator_only: bool = False) -> Callable[..., Any]:
 EventsWrite = Annotated[Principal, Depends(require("events:write"))]
 EventsRead = Annotated[Principal, Depends(require("events:read"))]
 AuditRead = Annotated[Principal, Depends(require("audit:read", operator_only=True))]
+AuditWrite = Annotated[Principal, Depends(require("audit:write", operator_only=True))]
 ContractsWrite = Annotated[Principal, Depends(require("contracts:write", operator_only=True))]
 ContractsRead = Annotated[Principal, Depends(require("contracts:read"))]
 # A dry run shows what rubrics make of event content: it needs events:read too.

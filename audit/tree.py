@@ -21,7 +21,7 @@ from audit.merkle import (
     node_hash,
     range_nodes,
 )
-from audit.nodestore import Node, NodeStore
+from audit.nodestore import Node, NodeStore, StaleTreeError
 
 
 class CompactRange:
@@ -64,13 +64,17 @@ class MerkleTree:
     def size(self) -> int:
         return self._store.tree_size()
 
-    def append(self, leaves: Iterable[bytes]) -> int:
+    def append(self, leaves: Iterable[bytes], from_size: int | None = None) -> int:
         """Append leaf data after the stored size; write the finished nodes; return the new size.
 
-        Run it in the same transaction as reading the stored size (the store refuses a
-        write from a stale size), so two appenders cannot both extend the same tree.
+        ``from_size``: the size the caller chose ``leaves`` for (e.g. it read the log after
+        that size). Give it whenever the leaves depend on the size: under READ COMMITTED a
+        second read of the size may already see another appender's commit, and the leaves
+        would land after theirs. The store refuses a write from a stale size either way.
         """
         old_size = self._store.tree_size()
+        if from_size is not None and from_size != old_size:
+            raise StaleTreeError(f"tree has size {old_size}, the leaves were chosen for {from_size}")
         compact = self.compact_range(old_size)
         nodes = [node for data in leaves for node in compact.append(data)]
         if nodes:
@@ -104,7 +108,15 @@ class MerkleTree:
         return size
 
     def _range_hashes(self, ranges: Sequence[Range]) -> list[bytes]:
-        # One read for the whole proof: a SQL store answers it with a single query.
-        per_range = [range_nodes(start, end) for start, end in ranges]
-        found = self._store.read_nodes({node for nodes in per_range for node in nodes})
-        return [fold([found[node] for node in nodes]) for nodes in per_range]
+        return range_hashes(self._store, ranges)
+
+
+def range_hashes(store: NodeStore, ranges: Sequence[Range]) -> list[bytes]:
+    """The hash of each range (a proof's elements) from the store's complete subtrees.
+
+    One read for the whole proof: a SQL store answers it with a single query. The caller
+    vouches that the store holds every range (e.g. they lie within a signed checkpoint).
+    """
+    per_range = [range_nodes(start, end) for start, end in ranges]
+    found = store.read_nodes({node for nodes in per_range for node in nodes})
+    return [fold([found[node] for node in nodes]) for nodes in per_range]

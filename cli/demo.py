@@ -21,7 +21,7 @@ def demo(sessions: int = typer.Option(240, help="Sessions of harness traffic per
         outcome = run_demo(container, sessions)
     finally:
         container.close()
-    if not outcome["chain_intact"] or outcome["runs"] == 0:
+    if not outcome["chain_intact"] or not outcome["audit_ok"] or outcome["runs"] == 0:
         raise typer.Exit(1)
 
 

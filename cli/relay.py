@@ -6,6 +6,7 @@ import threading
 
 import typer
 
+from audit.builder import TreeBuilder
 from cli.common import stop_on_signals
 from events.checkpoints import Checkpoints
 from events.kafka_io import ensure_topics
@@ -44,7 +45,7 @@ def relay(
             loop = RelayLoop(feeds, publisher, Checkpoints(container.engine),
                              page_size=page_size, before_publish=lock.check)
             try:
-                _publish(loop, stop, once, feeds, settings.kafka_bootstrap)
+                _publish(loop, stop, once, feeds, settings.kafka_bootstrap, container.tree_builder)
             except LockLost:
                 # PostgreSQL restarted (or our session was killed): another relay may hold
                 # the lock now. Publishing on would duplicate its pages; stand by instead.
@@ -61,13 +62,25 @@ def relay(
 
 
 def _publish(loop: RelayLoop, stop: threading.Event, once: bool, feeds: list[OutboxFeed],
-             bootstrap: str) -> None:
+             bootstrap: str, tree: TreeBuilder) -> None:
     if once:
         for p in loop.drain():
             _echo(p)
+        tree.build()
         return
+    # The active relay also keeps the Merkle tree at the log's head, so proofs and
+    # checkpoints never wait for a catch-up; it stops with the publishing (a relay that
+    # lost its lock stands by, and the new active one builds).
+    publishing = threading.Event()
+    builder = threading.Thread(target=tree.follow, args=(publishing,), name="merkle-tree",
+                               daemon=True)
     typer.echo(f"relaying {', '.join(f.topic for f in feeds)} from {bootstrap}")
-    loop.run(stop, on_progress=_echo)
+    builder.start()
+    try:
+        loop.run(stop, on_progress=_echo)
+    finally:
+        publishing.set()
+        builder.join(timeout=30)
     typer.echo("stopped: last page acknowledged and checkpointed")
 
 

@@ -214,6 +214,15 @@ class ContractVersions:
             rows = c.execute(query).all()
         return {(r.name, r.version): r.content_hash for r in rows if (r.name, r.version) in wanted}
 
+    def stored_rows(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Every version (of ``names``) exactly as stored, ``last_event_position`` included:
+        what an auditor compares with the ``contract.*`` events. One query."""
+        query = select(cv).order_by(cv.c.name, cv.c.version)
+        if names is not None:
+            query = query.where(cv.c.name.in_(sorted(set(names))))
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
     def history(self, name: str) -> list[RecordedEvent]:
         return self.store.read_stream(contract_stream(name), limit=100_000)
 

@@ -59,6 +59,8 @@ class RewardRecord:
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     position: int | None = None
     tenant: str | None = None  # the subject's tenant; None: operators only (see subject_tenant)
+    prev_hash: str | None = None  # the reward chain (evaluators/chain.py), set when stored
+    hash: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -91,6 +93,8 @@ class RewardRecord:
             "tenant": self.tenant,
             "errors": [dict(e) for e in self.errors],
             "created_at": self.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
         }
 
 

@@ -25,6 +25,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.types import String
 
+from evaluators.chain import GENESIS_HASH, reward_hash
 from evaluators.model import RewardRecord, errors_from_text, errors_text
 from evaluators.tables import reward_records as rr
 from kernel.clock import utc
@@ -82,14 +83,16 @@ class RewardStore:
         # our rows are visible, so positions commit in order and without gaps.
         lock_writers(conn, REWARD_LOCK_KEY)
         seen = self._existing(conn, list({r.subject_id for r in records}))
-        position = head(conn, rr.c.position)
+        position, prev_hash = self.chain_head(conn)
         created: list[RewardRecord] = []
         for record in records:
             if record.key in seen:
                 continue  # redelivery, a restart, a second worker: already judged
             seen.add(record.key)
             position += 1
-            created.append(replace(record, position=position))
+            placed = replace(record, position=position, prev_hash=prev_hash, hash=None)
+            prev_hash = reward_hash(prev_hash, placed)
+            created.append(replace(placed, hash=prev_hash))
         insert_rows(conn, rr, [to_row(r) for r in created], _JSON_COLUMNS)
         return created
 
@@ -108,6 +111,23 @@ class RewardStore:
                 return head(conn, rr.c.position)
             return int(conn.execute(select(func.max(rr.c.position))
                                     .where(rr.c.tenant == tenant)).scalar() or 0)
+
+    def chain_head(self, conn: Connection | None = None) -> tuple[int, str]:
+        """(position, hash) of the last reward: where the reward chain continues."""
+        query = select(rr.c.position, rr.c.hash).order_by(rr.c.position.desc()).limit(1)
+        with reading(self.engine, conn) as c:
+            row = c.execute(query).first()
+        return (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+
+    def at_positions(self, positions: Iterable[int]) -> dict[int, RewardRecord]:
+        """The stored rewards at ``positions`` (absent ones left out), by position."""
+        wanted = sorted(set(positions))
+        found: dict[int, RewardRecord] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), _ID_CHUNK):
+                query = select(rr).where(rr.c.position.in_(wanted[start:start + _ID_CHUNK]))
+                found.update((row.position, from_row(row._mapping)) for row in conn.execute(query))
+        return found
 
     def get(self, reward_id: uuid.UUID, tenant: str | None = None) -> RewardRecord | None:
         """The reward; None if there is none or it belongs to another tenant."""
@@ -280,6 +300,7 @@ def to_row(record: RewardRecord) -> dict[str, Any]:
         "specialist": record.specialist, "adapter_version": record.adapter_version,
         "eligible": record.eligible, "error": errors_text(record.errors),
         "created_at": utc(record.created_at), "tenant": record.tenant,
+        "prev_hash": record.prev_hash, "hash": record.hash,
     }
 
 
@@ -294,4 +315,5 @@ def from_row(row: Any) -> RewardRecord:
         split=row["split"], specialist=row["specialist"], adapter_version=row["adapter_version"],
         eligible=bool(row["eligible"]), errors=errors_from_text(row["error"]),
         created_at=utc(row["created_at"]), position=row["position"], tenant=row["tenant"],
+        prev_hash=row["prev_hash"], hash=row["hash"],
     )

@@ -53,6 +53,9 @@ reward_records = Table(
     Column("error", Text),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("tenant", String(200)),  # the tenant of the subject's events (NULL: operators only)
+    # The reward chain (evaluators/chain.py): tamper evidence that names the reward.
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
     UniqueConstraint("subject_id", "contract_name", "contract_version",
                      name="uq_reward_records_subject_version"),
     ForeignKeyConstraint(["contract_name", "contract_version"],

@@ -45,9 +45,10 @@ class InMemoryEventStore(EventStore):
         found = self._by_id.get(event_id)
         return upcast_event(found) if found and _seen_by(found, tenant) else None
 
-    def get_many(self, event_ids: Iterable[uuid.UUID | str], conn: Any = None) -> dict[str, RecordedEvent]:
+    def get_many(self, event_ids: Iterable[uuid.UUID | str], conn: Any = None,
+                 raw: bool = False) -> dict[str, RecordedEvent]:
         found = (self._by_id.get(uuid.UUID(str(i))) for i in event_ids)
-        return {str(e.event_id): upcast_event(e) for e in found if e is not None}
+        return {str(e.event_id): e if raw else upcast_event(e) for e in found if e is not None}
 
     def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000,
                     tenant: str | None = None) -> list[RecordedEvent]:

@@ -15,7 +15,7 @@ from events.catalogue import upcast_event
 from events.chain import GENESIS_HASH
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.numbering import number_batch
-from events.store import Appended, Closer, EventStore
+from events.store import Appended, ChainLink, Closer, EventStore
 from events.tables import events as events_table
 from kernel.clock import utc, utcnow
 from kernel.db import is_postgres, reading
@@ -127,17 +127,45 @@ class SqlEventStore(EventStore):
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar() or 0)
 
-    def get_many(self, event_ids: Iterable[uuid.UUID | str],
-                 conn: Connection | None = None) -> dict[str, RecordedEvent]:
+    def get_many(self, event_ids: Iterable[uuid.UUID | str], conn: Connection | None = None,
+                 raw: bool = False) -> dict[str, RecordedEvent]:
         ids = sorted({uuid.UUID(str(i)) for i in event_ids})
         found: dict[str, RecordedEvent] = {}
         with reading(self.engine, conn) as c:
             for start in range(0, len(ids), ID_CHUNK):
                 chunk = ids[start:start + ID_CHUNK]
                 for row in c.execute(select(events_table).where(events_table.c.event_id.in_(chunk))):
-                    event = upcast_event(event_from_row(row._mapping))
-                    found[str(event.event_id)] = event
+                    event = event_from_row(row._mapping)
+                    found[str(event.event_id)] = event if raw else upcast_event(event)
         return found
+
+    def chain_link(self, event_id: uuid.UUID, conn: Connection | None = None) -> ChainLink | None:
+        e = events_table.c
+        with reading(self.engine, conn) as c:
+            row = c.execute(select(e.position, e.prev_hash, e.hash).where(e.event_id == event_id)).first()
+        return ChainLink(int(row[0]), str(row[1]), str(row[2])) if row else None
+
+    def chain_links(self, after: int, limit: int, conn: Connection | None = None) -> list[ChainLink]:
+        e = events_table.c
+        query = (select(e.position, e.prev_hash, e.hash).where(e.position > after)
+                 .order_by(e.position).limit(limit))
+        with reading(self.engine, conn) as c:
+            return [ChainLink(int(r[0]), str(r[1]), str(r[2])) for r in c.execute(query)]
+
+    def of_types(self, types: Collection[str], streams: Collection[str] | None = None,
+                 raw: bool = True) -> list[RecordedEvent]:
+        e = events_table.c
+        base = select(events_table).where(e.type.in_(sorted(set(types))))
+        # Several queries only when there are more streams than one IN list should carry.
+        names = sorted(set(streams)) if streams is not None else None
+        queries = ([base] if names is None else [base.where(e.stream_id.in_(names[i:i + ID_CHUNK]))
+                                                 for i in range(0, len(names), ID_CHUNK)])
+        found: list[RecordedEvent] = []
+        with self.engine.connect() as conn:
+            for query in queries:
+                found += [event_from_row(r._mapping) for r in conn.execute(query.order_by(e.position))]
+        found.sort(key=lambda event: event.position)
+        return found if raw else [upcast_event(event) for event in found]
 
     def read_windows(self, reads: dict[str, tuple[int, int]],
                      episode_end: str) -> dict[str, list[RecordedEvent]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
+from events.catalogue import upcast_event
 from events.chain import VerifyReport, verify_chain
 from events.model import NewEvent, RecordedEvent
 
@@ -23,6 +24,15 @@ from events.model import NewEvent, RecordedEvent
 class Appended:
     event: RecordedEvent
     created: bool  # False when the event_id was already stored with the same content
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """An event's place in the hash chain: all a Merkle tree builder needs to read."""
+
+    position: int
+    prev_hash: str
+    hash: str
 
 
 @dataclass(frozen=True)
@@ -64,9 +74,10 @@ class EventStore(ABC):
         """The event, upcast; None if it does not exist or belongs to another tenant."""
 
     @abstractmethod
-    def get_many(self, event_ids: Iterable[uuid.UUID | str],
-                 conn: Connection | None = None) -> dict[str, RecordedEvent]:
-        """The stored events among ``event_ids``, upcast, keyed by their id as text."""
+    def get_many(self, event_ids: Iterable[uuid.UUID | str], conn: Connection | None = None,
+                 raw: bool = False) -> dict[str, RecordedEvent]:
+        """The stored events among ``event_ids``, keyed by their id as text; upcast unless
+        ``raw`` (an auditor re-hashes events as stored)."""
 
     @abstractmethod
     def read_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000,
@@ -104,6 +115,29 @@ class EventStore(ABC):
     @abstractmethod
     def head(self, tenant: str | None = None) -> int:
         """The last committed position (0 for an empty log), or the tenant's last one."""
+
+    def chain_link(self, event_id: uuid.UUID, conn: Connection | None = None) -> ChainLink | None:
+        """Where an event sits in the chain (position, prev_hash, hash); None if unknown.
+        Adapters should read only those columns: an inclusion proof starts here."""
+        event = self.get(event_id)
+        return None if event is None else ChainLink(event.position, event.prev_hash, event.hash)
+
+    def chain_links(self, after: int, limit: int, conn: Connection | None = None) -> list[ChainLink]:
+        """(position, prev_hash, hash) of the events after ``after``, in position order.
+
+        Adapters should read only these three columns: the Merkle tree builder follows the
+        whole log with it. ``conn``: the caller's open transaction.
+        """
+        return [ChainLink(e.position, e.prev_hash, e.hash) for e in self.read_all(after, limit, raw=True)]
+
+    def of_types(self, types: Collection[str], streams: Collection[str] | None = None,
+                 raw: bool = True) -> list[RecordedEvent]:
+        """Every event of ``types`` (on ``streams`` when given) in position order, as stored
+        unless ``raw`` is False: what an auditor compares projection rows with, one read per
+        kind of row. Adapters should answer from the type and stream indexes."""
+        wanted, on = set(types), None if streams is None else set(streams)
+        return [e if raw else upcast_event(e) for e in self.iter_all(raw=True)
+                if e.type in wanted and (on is None or e.stream_id in on)]
 
     def iter_all(self, after: int = 0, page: int = 5000, raw: bool = False) -> Iterator[RecordedEvent]:
         while batch := self.read_all(after, page, raw):

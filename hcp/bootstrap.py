@@ -17,9 +17,18 @@ from sqlalchemy.engine import Engine
 
 from access.keys import ApiKeys
 from audit.asof import AsOf
+from audit.auditor import Auditor
+from audit.builder import TreeBuilder
+from audit.checkpoint_store import CheckpointStore, checkpoints_table_feed
 from audit.downstream import Downstream
 from audit.exports.openlineage import OpenLineageEvents
+from audit.jobs import AuditJobs
+from audit.keys import KeyFormatError, SigningKey, VerifierKey
 from audit.lineage import Lineage
+from audit.proofs import Proofs
+from audit.signer import CheckpointSigner
+from audit.sources import AuditSources
+from audit.sql_nodestore import SqlNodeStore
 from audit.upstream import Upstream
 from contract.serving import ContractServing
 from contract.versions import ContractVersions
@@ -31,6 +40,7 @@ from evaluators.outbox import rewards_table_feed
 from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
+from evaluators.seal import RewardSeals
 from events.checkpoints import Checkpoints
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
 from events.model import RecordedEvent
@@ -42,7 +52,7 @@ from hcp.migrate import require_schema_at_head
 from hcp.references import RegistryReferences
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
-from kernel.errors import NotFound
+from kernel.errors import Invalid, NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.datasets.members import ManifestIndex
 from trainer.gate.heldout import Gate
@@ -50,6 +60,7 @@ from trainer.registry.aliases import Aliases
 from trainer.registry.ancestry import Ancestry
 from trainer.registry.approvals import Approvals
 from trainer.registry.artifacts import ArtifactStore, LocalArtifactStore
+from trainer.registry.records import RegistryRecords
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
 from trainer.runs.celery_app import WorkerServices, make_celery
@@ -60,6 +71,7 @@ from trainer.runs.runner import RunnerConfig, RunnerDeps, run_training
 from trainer.runs.store import Runs
 from trainer.triggers.firing import Triggers
 from trainer.triggers.log import FiringLog
+from trainer.triggers.records import FiringRecords
 from trainer.triggers.sources import Policies
 
 DEFAULT_GROUP = "evaluator"
@@ -158,9 +170,10 @@ class Container:
                               heartbeat_interval_ms=max(500, timeout_ms // 3))
 
     def outbox_feeds(self) -> list[OutboxFeed]:
-        """What ``hcp relay`` publishes: the event log and the reward records."""
+        """What ``hcp relay`` publishes: the event log, the reward records, the checkpoints."""
         return [EventsFeed(self.store, self.settings.events_topic),
-                rewards_table_feed(self.engine, self.settings.rewards_topic)]
+                rewards_table_feed(self.engine, self.settings.rewards_topic),
+                checkpoints_table_feed(self.engine, self.settings.checkpoints_topic)]
 
     # --- the registry ------------------------------------------------------------------
 
@@ -226,6 +239,58 @@ class Container:
     def checkpoints(self) -> Checkpoints:
         """Named log positions of followers (the OpenLineage export resumes from one)."""
         return Checkpoints(self.engine)
+
+    # --- the audit ---------------------------------------------------------------------
+
+    @cached_property
+    def signing_key(self) -> SigningKey | None:
+        """The checkpoint key from ``HCP_CHECKPOINT_KEY_FILE`` (None: checkpoints are not signed)."""
+        path = self.settings.checkpoint_key_file
+        if path is None:
+            return None
+        try:
+            return SigningKey.load(path.read_bytes(), self.settings.checkpoint_key_name or None)
+        except (OSError, KeyFormatError) as exc:
+            raise Invalid(f"HCP_CHECKPOINT_KEY_FILE={path}: {exc}") from None
+
+    @property
+    def verifier(self) -> VerifierKey | None:
+        return self.signing_key.verifier() if self.signing_key else None
+
+    @cached_property
+    def tree_builder(self) -> TreeBuilder:
+        return TreeBuilder(self.engine, self.store)
+
+    @cached_property
+    def checkpoint_store(self) -> CheckpointStore:
+        return CheckpointStore(self.engine)
+
+    @cached_property
+    def reward_seals(self) -> RewardSeals:
+        return RewardSeals(self.rewards, self.store)
+
+    @cached_property
+    def checkpoint_signer(self) -> CheckpointSigner:
+        # The reward chain's head is sealed into the log first, so the checkpoint covers it.
+        return CheckpointSigner(self.engine, self.store, self.tree_builder, self.checkpoint_store,
+                                self.signing_key, before_signing=self.reward_seals.seal)
+
+    @cached_property
+    def proofs(self) -> Proofs:
+        return Proofs(self.engine, self.store, self.checkpoint_store)
+
+    @cached_property
+    def auditor(self) -> Auditor:
+        return Auditor(AuditSources(
+            store=self.store, contracts=self.contracts, rewards=self.rewards,
+            registry=RegistryRecords(self.engine), manifests=self.manifests, runs=self.runs,
+            firings=FiringRecords(self.engine), artifacts=self.artifacts,
+            checkpoints=self.checkpoint_store, nodes=lambda: SqlNodeStore(self.engine),
+            verifier=self.verifier))
+
+    @cached_property
+    def audit_jobs(self) -> AuditJobs:
+        return AuditJobs()
 
     # --- training ----------------------------------------------------------------------
 

@@ -27,7 +27,8 @@ class Settings(BaseSettings):
     kafka_bootstrap: str = Field(
         "", description="Kafka bootstrap servers; empty means the database log replaces Kafka"
     )
-    topic_prefix: str = Field("hcp", description="Topics are <prefix>.events and <prefix>.rewards")
+    topic_prefix: str = Field(
+        "hcp", description="Topics are <prefix>.events, <prefix>.rewards and <prefix>.checkpoints")
     kafka_producer: Literal["confluent-kafka", "kafka-python"] = Field(
         "confluent-kafka", description="The relay's Kafka client: librdkafka, or pure-Python kafka-python"
     )
@@ -39,6 +40,12 @@ class Settings(BaseSettings):
     )
     max_batch_events: int = Field(500, description="Most events one POST /v1/events may carry")
     max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
+    checkpoint_key_file: Path | None = Field(
+        None, description="Ed25519 key that signs checkpoints (`hcp audit keygen`); keep it out of the repo"
+    )
+    checkpoint_key_name: str = Field(
+        "", description="The key's name (the log's origin) when the key file is PEM or OpenSSH"
+    )
     max_error_rate: float = Field(
         0.05, ge=0.0, le=1.0, description="Largest share of applicable subjects a dry run, the "
         "publish check or a re-evaluation may fail to score before it fails (or is degraded)")
@@ -118,6 +125,10 @@ class Settings(BaseSettings):
     @property
     def rewards_topic(self) -> str:
         return f"{self.topic_prefix}.rewards"
+
+    @property
+    def checkpoints_topic(self) -> str:
+        return f"{self.topic_prefix}.checkpoints"
 
     @property
     def resolved_artifact_dir(self) -> Path:

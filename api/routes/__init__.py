@@ -12,11 +12,13 @@ from api.routes import (
     jobs,
     lineage,
     policies,
+    proofs,
     rewards,
     serving,
 )
 from api.routes import registry as registry_routes
 
-ROUTERS = [health.router, events.router, audit.router, contracts.router, registry_routes.router,
-           rewards.router, dryrun.router, jobs.router, lineage.router, artifacts.router,
+ROUTERS = [health.router, events.router, audit.router, proofs.router, contracts.router,
+           registry_routes.router, rewards.router, dryrun.router, jobs.router, lineage.router,
+           artifacts.router,
            serving.router, compare.router, policies.router, approvals.router]

@@ -1,4 +1,6 @@
-"""Audit routes: verify the hash chain of the whole log; the event catalogue."""
+"""Audit routes: verify the hash chain, audits re-derived from the log (one adapter's
+ancestry at once; everything as a job whose status and progress are followed), and the
+event catalogue."""
 
 from __future__ import annotations
 
@@ -6,9 +8,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from api.deps import AuditRead, EventsRead, StoreDep
+from api.deps import AuditJobsDep, AuditorDep, AuditRead, EventsRead, StoreDep
 from api.jsonbody import StrictJsonRoute
-from api.responses import SECURED
+from api.responses import BODY, SECURED, errors
+from api.schemas.audit import AuditJobIn, AuditJobOut, AuditReportOut
 from api.schemas.events import CatalogueEntryOut, VerifyOut
 from events.catalogue import catalogue_document
 
@@ -24,6 +27,32 @@ def verify_log(store: StoreDep, principal: AuditRead) -> VerifyOut:
                      last_position=report.last_position,
                      first_break_position=brk.position if brk else None,
                      reason=brk.reason if brk else None)
+
+
+@router.get("/audit/adapters/{adapter_id}", response_model=AuditReportOut, responses=errors(404))
+def audit_adapter(adapter_id: str, auditor: AuditorDep, _: AuditRead) -> dict[str, Any]:
+    """Audit a version and its whole ancestry against the log (200 with ``ok`` false and
+    every mismatch named when something was altered)."""
+    return auditor.adapter(adapter_id).to_json()
+
+
+@router.post("/audit/runs", response_model=AuditJobOut, status_code=202, responses=BODY)
+def start_audit(body: AuditJobIn, auditor: AuditorDep, jobs: AuditJobsDep, _: AuditRead) -> dict[str, Any]:
+    """Start an audit in the background (``all`` takes long on a large log); follow it at
+    GET /v1/audit/runs/{job_id}."""
+    if body.scope == "adapter":
+        adapter_id = str(body.adapter_id)
+        job = jobs.start(f"adapter {adapter_id}",
+                         lambda progress: auditor.adapter(adapter_id, on_progress=progress))
+    else:
+        job = jobs.start("all", lambda progress: auditor.everything(on_progress=progress))
+    return job.to_json()
+
+
+@router.get("/audit/runs/{job_id}", response_model=AuditJobOut, responses=errors(404))
+def audit_status(job_id: str, jobs: AuditJobsDep, _: AuditRead) -> dict[str, Any]:
+    """An audit job: its status, progress per check, and the report once it is done."""
+    return jobs.get(job_id).to_json()
 
 
 @router.get("/catalogue", response_model=list[CatalogueEntryOut])

@@ -38,6 +38,9 @@ class RewardOut(Out):
     tenant: str | None = Field(None, description="The subject's tenant; null: operators only")
     errors: list[dict[str, str]]
     created_at: Timestamp
+    prev_hash: str | None = Field(description="The reward chain: the hash of the reward before it")
+    hash: str | None = Field(description="SHA-256 of prev_hash and this record's canonical JSON "
+                             "(without the two hashes); see docs/audit.md")
 
 
 class QueriedContractOut(Out):

@@ -25,6 +25,7 @@ def test_demo_runs_the_whole_loop_embedded(tmp_path):
     assert "trigger fired for coding" in out
     assert "published default@2" in out
     assert "hash chain: intact" in out
+    assert "audit of adapter " in out and ": ok," in out  # every row re-derived from the log
     # the auditor's view: a successor whose lineage reaches its root, every hash re-checked
     assert "verified=True" in out and "verified=False" not in out
     assert (tmp_path / "hcp-data" / "hcp.sqlite3").exists()

@@ -79,6 +79,6 @@ def test_hcp_relay_publishes_reward_records_to_the_rewards_topic(container: Cont
 
     feeds = {feed.topic: feed for feed in container.outbox_feeds()}
 
-    assert set(feeds) == {"hcp.events", "hcp.rewards"}
+    assert set(feeds) == {"hcp.events", "hcp.rewards", "hcp.checkpoints"}
     [message] = feeds["hcp.rewards"].read_after(0, 10)
     assert message.position == 1 and json.loads(message.value)["subject"]["id"].startswith("turn:")

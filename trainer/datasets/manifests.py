@@ -34,6 +34,8 @@ from trainer.datasets.manifest import (
 from trainer.datasets.members import index_in
 from trainer.datasets.tables import dataset_manifests
 
+_ID_CHUNK = 500
+
 
 class Manifests:
     def __init__(self, engine: Engine, rewards: RewardStore, store: EventStore) -> None:
@@ -79,6 +81,19 @@ class Manifests:
             raise NotFound(f"no dataset manifest '{manifest_id}'")
         return row
 
+    def stored_rows(self, manifest_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Manifests (those of ``manifest_ids``, else all) exactly as stored, for auditors."""
+        query = select(dataset_manifests).order_by(dataset_manifests.c.created_at)
+        wanted = None if manifest_ids is None else sorted(set(manifest_ids))
+        with self.engine.connect() as conn:
+            if wanted is None:
+                return [dict(r._mapping) for r in conn.execute(query)]
+            rows: list[dict[str, Any]] = []
+            for start in range(0, len(wanted), _ID_CHUNK):
+                chunk = query.where(dataset_manifests.c.manifest_id.in_(wanted[start:start + _ID_CHUNK]))
+                rows += [dict(r._mapping) for r in conn.execute(chunk)]
+            return rows
+
     def cut_to(self, manifest_id: str, conn: Connection | None = None) -> int:
         return int(self.row(manifest_id, conn).cut_to)
 
@@ -100,6 +115,25 @@ class Manifests:
             raise Conflict(f"manifest {manifest_id} no longer rebuilds to its content hash "
                            f"{row.content_hash[:12]}… (got {manifest.content_hash[:12]}…)")
         return manifest
+
+    def rebuild_many(self, rows: Sequence[dict[str, Any]]) -> dict[str, str | None]:
+        """Rebuild stored manifests (``stored_rows``) reading the rewards and events of all of
+        them once: successive manifests share most of their rewards, so one read per
+        manifest would read the same rows again and again. Returns, by manifest id, None
+        when it rebuilds to its content hash, else why not."""
+        wanted = {str(i) for row in rows for i in row["reward_ids"]}
+        rewards = {r.reward_id: r for r in map(_row, self.rewards.by_ids(_uuids(wanted)))}
+        events = self._events(rewards.values())
+        verdicts: dict[str, str | None] = {}
+        for row in rows:
+            used = sorted((rewards[str(i)] for i in row["reward_ids"] if str(i) in rewards),
+                          key=lambda r: r.position)
+            rebuilt = assemble(row["specialist"], row["cut_from"], row["cut_to"], used, events)
+            missing = len(row["reward_ids"]) - len(used)
+            verdicts[row["manifest_id"]] = None if rebuilt.content_hash == row["content_hash"] else (
+                f"no longer rebuilds to its content hash {row['content_hash'][:12]}… "
+                f"(got {rebuilt.content_hash[:12]}…; {missing} of its rewards missing)")
+        return verdicts
 
     def judged_subjects(self, reward_ids: Sequence[str]) -> dict[str, JudgedSubject]:
         """Each reward's subject as the evaluator saw it (full events, upcast), by reward id."""
@@ -123,11 +157,24 @@ class Manifests:
 
 
 def stored_content(row: Any) -> dict[str, Any]:
-    """A stored manifest's hashed content, exactly as ``Manifest.content`` built it."""
-    return {"specialist": row.specialist, "cut_from": row.cut_from, "cut_to": row.cut_to,
-            "reward_ids": row.reward_ids, "subject_event_ids": row.subject_event_ids,
-            "contract_versions": row.contract_versions, "split": row.split,
-            "examples_sha256": row.examples_sha256}
+    """A stored manifest's hashed content, exactly as ``Manifest.content`` built it (``row``:
+    a result row or a mapping of one)."""
+    m = row._mapping if hasattr(row, "_mapping") else row
+    return {"specialist": m["specialist"], "cut_from": m["cut_from"], "cut_to": m["cut_to"],
+            "reward_ids": m["reward_ids"], "subject_event_ids": m["subject_event_ids"],
+            "contract_versions": m["contract_versions"], "split": m["split"],
+            "examples_sha256": m["examples_sha256"]}
+
+
+def _uuids(values: Iterable[str]) -> list[uuid.UUID]:
+    """The well-formed ids among ``values`` (an altered row may hold anything)."""
+    found = []
+    for value in values:
+        try:
+            found.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    return found
 
 
 def _row(record: RewardRecord) -> RewardRow:

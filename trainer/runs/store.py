@@ -95,6 +95,16 @@ class Runs:
             rows = conn.execute(query.order_by(tr.c.created_at.desc()).limit(limit))
             return [_run(r) for r in rows]
 
+    def stored_rows(self, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Runs (those of ``run_ids``, else all) exactly as stored, for auditors."""
+        query = select(tr).order_by(tr.c.created_at)
+        wanted = None if run_ids is None else sorted(set(run_ids))
+        with self.engine.connect() as conn:
+            if wanted is None:
+                return [dict(r._mapping) for r in conn.execute(query)]
+            return [dict(r._mapping) for start in range(0, len(wanted), 500)
+                    for r in conn.execute(query.where(tr.c.run_id.in_(wanted[start:start + 500])))]
+
     def claim(self, run_id: str, owner: str, lease_seconds: float, max_attempts: int) -> Claim:
         """Take the run for ``owner`` unless it is finished or another live worker holds it."""
         with self.engine.begin() as conn:

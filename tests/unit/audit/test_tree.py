@@ -45,3 +45,15 @@ def test_sizes_beyond_the_stored_tree_are_refused():
 def test_appending_nothing_writes_nothing():
     tree = MerkleTree(MemoryNodeStore())
     assert tree.append([]) == 0 and tree.root() == EMPTY_ROOT
+
+
+def test_leaves_chosen_for_a_size_the_tree_has_left_are_refused():
+    from audit.nodestore import StaleTreeError
+
+    store = MemoryNodeStore()
+    tree = MerkleTree(store)
+    tree.append(leaves(3))
+    tree.append(leaves(2, "other"))  # another appender, between the caller's read and its append
+    with pytest.raises(StaleTreeError):
+        tree.append(leaves(2, "late"), from_size=3)
+    assert tree.size() == 5 and tree.append(leaves(1, "next"), from_size=5) == 6

@@ -1,7 +1,7 @@
 """Factories for trainer tests: contract versions, subjects with rewards, a tiny base model.
 
-Reward records are inserted directly (with the events they judge): the evaluator
-workers that normally write them are not what these tests are about.
+Reward records are stored through the reward store (with the events they judge): the
+evaluator workers that normally write them are not what these tests are about.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from contract.tables import contract_versions
-from evaluators.tables import reward_records
+from evaluators.model import RewardRecord
+from evaluators.rewards import RewardStore
 from events.model import EventMetadata, NewEvent
 from events.store import EventStore
 
@@ -52,18 +52,16 @@ def seed_reward(
     ])
     events = [a.event for a in appended]
     reward_id = uuid.uuid4()
-    with engine.begin() as conn:
-        position = int(conn.execute(select(func.coalesce(func.max(reward_records.c.position), 0)))
-                       .scalar() or 0) + 1
-        conn.execute(reward_records.insert().values(
-            position=position, reward_id=reward_id, subject_id=f"turn:{stream}:2",
-            subject_kind="turn", stream_id=stream, first_position=events[0].position,
-            last_position=events[-1].position, event_ids=[str(e.event_id) for e in events],
-            contract_name=contract[0], contract_version=contract[1], contract_hash=contract[2],
-            evaluator_version="test", score=score, components=components or {"quality": score},
-            gates={}, split=split, specialist=specialist, adapter_version=adapter_version,
-            eligible=eligible, error=None, created_at=datetime.now(UTC)))
-    return {"reward_id": str(reward_id), "position": position, "stream": stream,
+    # Through the reward store: it numbers the row and chains it (prev_hash, hash).
+    [stored] = RewardStore(engine).record([RewardRecord(
+        reward_id=reward_id, subject_id=f"turn:{stream}:2", subject_kind="turn", stream_id=stream,
+        first_position=events[0].position, last_position=events[-1].position,
+        event_ids=tuple(str(e.event_id) for e in events), contract_name=contract[0],
+        contract_version=contract[1], contract_hash=contract[2], evaluator_version="test",
+        score=score, components=components or {"quality": score}, gates={}, split=split,
+        specialist=specialist, adapter_version=adapter_version, eligible=eligible,
+        created_at=datetime.now(UTC))])
+    return {"reward_id": str(reward_id), "position": stored.position, "stream": stream,
             "event_ids": [str(e.event_id) for e in events]}
 
 

@@ -1,0 +1,144 @@
+"""The audit, re-derived from the log: every row an auditor relies on, checked against the
+event that created it, with artifacts re-hashed and manifests rebuilt.
+
+``Auditor.everything`` (``hcp audit all``) reads each kind of row and its events once, in
+bulk; ``Auditor.adapter`` (``hcp audit adapter``) does the same limited to one adapter's
+whole ancestry (``audit.ancestry``). Rows are read through their owners' ports, never
+from their tables; the judging is in ``audit.checks``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+from audit.ancestry import audit_adapter
+from audit.checks import contracts, log, registry, rewards, training
+from audit.checks.contracts import CONTRACT_TYPES
+from audit.checks.training import RUN_TYPES
+from audit.keys import VerifierKey
+from audit.merkle import chain_leaf
+from audit.report import AuditReport, Findings
+from audit.sources import AuditSources, Progress, Run, rebuild_manifests, rehash_artifacts
+from audit.tree import CompactRange, MerkleTree
+from audit.verify import check_log
+from evaluators.chain import SEAL_STREAM, SEAL_TYPE
+from evaluators.model import RewardRecord
+from evaluators.rewards import RewardQuery
+from events.chain import verify_chain
+
+PAGE = 5000
+
+
+class Auditor:
+    def __init__(self, sources: AuditSources) -> None:
+        self.src = sources
+
+    def adapter(self, adapter_id: str, verifier: VerifierKey | None = None,
+                on_progress: Progress | None = None) -> AuditReport:
+        """One adapter version and its whole ancestry (see ``audit.ancestry``)."""
+        return audit_adapter(self.src, adapter_id, verifier or self.src.verifier, on_progress)
+
+    def everything(self, verifier: VerifierKey | None = None,
+                   on_progress: Progress | None = None) -> AuditReport:
+        """Every row of every audited table, and the whole log against every checkpoint."""
+        src, run = self.src, Run("all", on_progress)
+        of = src.store.of_types
+        logged = run.check("contract_versions", "contract_versions", "contract.* events", lambda f:
+                           contracts.check_contract_versions(f, src.contracts.stored_rows(),
+                                                             of(CONTRACT_TYPES)))
+        run.check("reward_records", "reward_records", "the reward chain and its reward.sealed events",
+                  lambda f: self._reward_chain(f, logged, run))
+        adapters = src.registry.adapters()
+        run.check("adapter_versions", "adapter_versions, adapter_contract_versions",
+                  "adapter.registered events",
+                  lambda f: registry.check_adapters(f, adapters, src.registry.contract_links(),
+                                                    of(["adapter.registered"])))
+        run.check("adapter_status_changes", "adapter_status_changes", "adapter.status_changed events",
+                  lambda f: registry.check_status_changes(f, src.registry.status_changes(),
+                                                          of(["adapter.status_changed"])))
+        run.check("alias_moves", "alias_moves", "alias.moved events", lambda f:
+                  registry.check_alias_moves(f, src.registry.alias_moves(), of(["alias.moved"])))
+        run.check("base_models", "base_models", "base_model.registered events", lambda f:
+                  registry.check_base_models(f, src.registry.base_models(), of(["base_model.registered"])))
+        fired = of(["trigger.fired"])
+        run.check("trigger_firings", "trigger_firings", "trigger.fired events",
+                  lambda f: training.check_firings(f, src.firings.rows(), fired))
+        run.check("training_runs", "training_runs", "training.* events",
+                  lambda f: training.check_runs(f, src.runs.stored_rows(), of(RUN_TYPES)))
+        run.check("dataset_manifests", "dataset_manifests", "trigger.fired manifest_hash; rebuilt from "
+                  "rewards and events",
+                  lambda f: rebuild_manifests(src, f, src.manifests.stored_rows(), fired, run))
+        run.check("artifacts", "adapter_versions.artifact_sha256", "the artifact store, re-hashed",
+                  lambda f: rehash_artifacts(src, f, adapters, run))
+        run.check("event_log", "events, merkle_nodes, audit_checkpoints", "the hash chain; every signed "
+                  "checkpoint; roots recomputed from the events", lambda f: self._log(f, verifier, run))
+        return run.finish()
+
+    # --- everything ------------------------------------------------------------------------
+
+    def _reward_chain(self, f: Findings, logged: dict[tuple[str, int], str], run: Run) -> None:
+        head = self.src.rewards.head()
+
+        def pages() -> Iterator[RewardRecord]:
+            after = 0
+            while page := self.src.rewards.find(RewardQuery(after=after, limit=PAGE)):
+                rewards.check_contract_hashes(f, page, logged)
+                yield from page
+                after = page[-1].position or after
+                run.progress("reward_records", after, head)
+
+        rewards.check_chain(f, pages())
+        seals = self.src.store.of_types([SEAL_TYPE], [SEAL_STREAM])
+        at = self.src.rewards.at_positions(int(s.payload["to_position"]) for s in seals)
+        rewards.check_seals(f, seals, at)
+
+    def _log(self, f: Findings, verifier: VerifierKey | None, run: Run) -> None:
+        store, head = self.src.store, self.src.store.head()
+        stored = self.src.checkpoints.all()
+        log.check_checkpoints(f, stored, verifier, None)  # truncation: judge_log below
+
+        def events() -> Iterator[Any]:
+            for event in store.iter_all(raw=True, page=PAGE):
+                run.progress("event_log", event.position, 2 * head)
+                yield event
+
+        report = verify_chain(events())
+        f.checked += report.checked
+        if report.first_break is not None:
+            f.add(f"event {report.first_break.position}", report.first_break.reason)
+        tree = MerkleTree(self.src.nodes())
+        roots: dict[int, bytes] = {}
+        verdicts = check_log(self._hashes(head, {tree.size()}, roots, run), [c.checkpoint for c in stored])
+        log.judge_log(f, verdicts, [c.position for c in stored])
+        size = tree.size()
+        if size > head:
+            f.add("merkle tree", f"the tree has {size} leaves but the log only {head} events")
+        elif roots.get(size) != tree.root(size):
+            f.add("merkle tree", f"the stored tree's root at size {size} is not the one the events give")
+
+    def _hashes(self, head: int, sizes: set[int], roots: dict[int, bytes], run: Run) -> Iterator[str]:
+        """The chain hashes in position order, noting the recomputed root at each of ``sizes``."""
+        compact, after = CompactRange(), 0
+        if 0 in sizes:
+            roots[0] = compact.root()
+        while links := self.src.store.chain_links(after, PAGE):
+            for link in links:
+                chain_hash = _well_formed(link.hash)
+                yield chain_hash
+                compact.append(chain_leaf(chain_hash))
+                if compact.size in sizes:
+                    roots[compact.size] = compact.root()
+            after = links[-1].position
+            run.progress("event_log", head + after, 2 * head)
+
+
+def _well_formed(chain_hash: str) -> str:
+    """A stored hash that is not 64 lowercase hex digits still gets a leaf (one that matches
+    nothing signed), so a garbled row is reported rather than stopping the audit."""
+    try:
+        chain_leaf(chain_hash)
+    except ValueError:
+        return hashlib.sha256(chain_hash.encode()).hexdigest()
+    return chain_hash

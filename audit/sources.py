@@ -1,0 +1,97 @@
+"""What an audit reads through and how one runs: the owners' ports (built by the
+composition root), the timed findings of each check, and the checks both scopes share
+(manifests rebuilt, artifacts re-hashed)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from audit.checkpoint_store import CheckpointStore
+from audit.checks import training
+from audit.keys import VerifierKey
+from audit.nodestore import NodeStore
+from audit.report import AuditReport, Findings
+from contract.versions import ContractVersions
+from evaluators.rewards import RewardStore
+from events.model import RecordedEvent
+from events.store import EventStore
+from kernel.clock import utcnow
+from trainer.datasets.manifests import Manifests
+from trainer.registry.artifacts import ArtifactCorrupted, ArtifactNotFound, ArtifactStore
+from trainer.registry.records import RegistryRecords
+from trainer.runs.store import Runs
+from trainer.triggers.records import FiringRecords
+
+Progress = Callable[[str, int, int], None]  # (check, done, total)
+PAGE = 5000
+
+
+@dataclass(frozen=True)
+class AuditSources:
+    """The owners' ports the audit reads through (built by the composition root)."""
+
+    store: EventStore
+    contracts: ContractVersions
+    rewards: RewardStore
+    registry: RegistryRecords
+    manifests: Manifests
+    runs: Runs
+    firings: FiringRecords
+    artifacts: ArtifactStore
+    checkpoints: CheckpointStore
+    nodes: Callable[[], NodeStore]
+    verifier: VerifierKey | None  # the log's public key; None: signatures are not checked
+
+
+class Run:
+    """One audit in progress: its findings, timed, and the progress callback."""
+
+    def __init__(self, scope: str, on_progress: Progress | None) -> None:
+        self.report = AuditReport(scope, [], utcnow())
+        self.on_progress = on_progress
+
+    def check(self, name: str, table: str, against: str, judge: Callable[[Findings], Any]) -> Any:
+        findings = Findings(name, table, against)
+        started = time.perf_counter()
+        self.progress(name, 0, 1)
+        result = judge(findings)
+        findings.seconds = time.perf_counter() - started
+        self.report.checks.append(findings)
+        self.progress(name, 1, 1)
+        return result
+
+    def progress(self, name: str, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(name, done, total)
+
+    def finish(self) -> AuditReport:
+        self.report.finished_at = utcnow()
+        return self.report
+
+
+
+def rebuild_manifests(src: AuditSources, f: Findings, rows: list[dict[str, Any]],
+                      fired: list[RecordedEvent], run: Run) -> None:
+    """Rows against the trigger.fired events, then every manifest rebuilt from its rewards
+    and events (all of them read once)."""
+    training.check_manifests(f, rows, fired)
+    for manifest_id, problem in src.manifests.rebuild_many(rows).items():
+        if problem is not None:
+            f.add(f"manifest {manifest_id}", f"rebuilt from its rewards and events: {problem}")
+    run.progress("dataset_manifests", len(rows), len(rows))
+
+
+def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]], run: Run) -> None:
+    """Each adapter's artifact directory, re-hashed against its content address."""
+    for done, row in enumerate(rows, 1):
+        f.checked += 1
+        try:
+            src.artifacts.open_dir(row["artifact_sha256"])
+        except ArtifactNotFound:
+            f.add(row["adapter_id"], f"artifact {row['artifact_sha256'][:12]}… is missing from the store")
+        except ArtifactCorrupted as exc:
+            f.add(row["adapter_id"], f"artifact re-hashed: {exc}")
+        run.progress("artifacts", done, len(rows))

@@ -1,0 +1,127 @@
+"""`hcp audit …`: audits re-derived from the log, the checkpoint key, and (in
+``cli.audit_proofs``) checkpoints, proofs and their offline check."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, TaskID
+from rich.table import Table
+
+from audit.keys import KeyFormatError, SigningKey, VerifierKey
+from audit.report import AuditReport
+from cli.common import cli_container
+
+app = typer.Typer(help="What an auditor asks and proves: audits, keys, checkpoints, proofs",
+                  no_args_is_help=True)
+console = Console()
+progress_console = Console(stderr=True)  # progress never mixes with --json on stdout
+
+KEY_HELP = "The log's verifier key (name+id+base64, or a file holding it); default: the server's own"
+
+
+def load_verifier(key: str | None, name: str | None = None) -> VerifierKey | None:
+    """A verifier key given as text or as a file (PEM and OpenSSH need ``name``)."""
+    if key is None:
+        return None
+    text = Path(key).read_text() if Path(key).is_file() else key
+    try:
+        return VerifierKey.load(text, name)
+    except KeyFormatError as exc:
+        typer.echo(f"error: --key: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command("adapter")
+def audit_adapter(adapter_id: str = typer.Argument(..., help="SPECIALIST@VERSION"),
+                  as_json: bool = typer.Option(False, "--json", help="The report as JSON"),
+                  key: str = typer.Option(None, help=KEY_HELP)) -> None:
+    """Audit a version and its whole ancestry; exit 1 naming every mismatch."""
+    verifier = load_verifier(key)
+    with cli_container() as c:
+        report = c.auditor.adapter(adapter_id, verifier)
+    emit(report, as_json)
+
+
+@app.command("all")
+def audit_all(as_json: bool = typer.Option(False, "--json", help="The report as JSON"),
+              key: str = typer.Option(None, help=KEY_HELP)) -> None:
+    """Audit every audited row and the whole log; exit 1 naming every mismatch."""
+    verifier = load_verifier(key)
+    with cli_container() as c, Progress(console=progress_console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def on_progress(check: str, done: int, total: int) -> None:
+            if check not in tasks:
+                tasks[check] = bar.add_task(check, total=max(total, 1))
+            bar.update(tasks[check], completed=done, total=max(total, 1))
+
+        report = c.auditor.everything(verifier, on_progress)
+    emit(report, as_json)
+
+
+def emit(report: AuditReport, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        table = Table("check", "rows", "against", "checked", "result", "seconds", title=report.scope)
+        for c in report.checks:
+            result = "ok" if c.ok else f"[red]{len(c.mismatches)} mismatch(es)[/red]"
+            table.add_row(c.name, c.table, c.against, str(c.checked), result, f"{c.seconds:.2f}")
+        console.print(table)
+        for c in report.checks:
+            for note in c.notes:
+                typer.echo(f"note [{c.name}]: {note}")
+        for mismatch in report.mismatches:
+            typer.echo(f"MISMATCH {mismatch.line()}")
+        typer.echo("audit ok" if report.ok else f"audit FAILED: {len(report.mismatches)} mismatch(es)")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("keygen")
+def keygen(origin: str = typer.Option(..., help="The log's name, also the key's: e.g. hcp.example.com/log"),
+           out: Path = typer.Option(..., "--out", help="Where to write the private key (mode 0600)"),
+           force: bool = typer.Option(False, help="Overwrite an existing file")) -> None:
+    """Create the checkpoint signing key; print its public verifier key (last line)."""
+    try:
+        key = SigningKey.generate(origin)
+    except KeyFormatError as exc:
+        typer.echo(f"error: --origin: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if out.exists() and not force:
+        typer.echo(f"error: {out} exists (--force replaces it, and every auditor's pinned key)", err=True)
+        raise typer.Exit(2)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        out.unlink()
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never world-readable, not even briefly
+    with os.fdopen(fd, "w") as f:
+        f.write(key.skey() + "\n")
+    typer.echo(f"wrote {out} (mode 0600); set HCP_CHECKPOINT_KEY_FILE={out.resolve()}; keep it out of the "
+               "repository. Auditors pin this verifier key:", err=True)
+    typer.echo(key.verifier().vkey())
+
+
+@app.command("key")
+def show_key(pem: bool = typer.Option(False, help="Also the public key as PEM")) -> None:
+    """The verifier key of the configured checkpoint key (what auditors pin)."""
+    with cli_container() as c:
+        verifier = c.verifier
+    if verifier is None:
+        typer.echo("error: HCP_CHECKPOINT_KEY_FILE is not set (`hcp audit keygen`)", err=True)
+        raise typer.Exit(2)
+    typer.echo(verifier.vkey())
+    if pem:
+        typer.echo(verifier.public_pem().decode().rstrip())
+
+
+def register(root: typer.Typer) -> None:
+    from cli import audit_proofs
+
+    audit_proofs.register(app)
+    root.add_typer(app, name="audit")

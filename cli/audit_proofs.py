@@ -1,0 +1,155 @@
+"""`hcp audit checkpoint|tree|proof|consistency|prove`: signed checkpoints and proofs.
+
+Everything but ``prove`` runs against the server's database; ``prove`` is the auditor's
+side: it checks a bundle offline, with nothing but the log's public key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import Progress
+
+from audit.checkpoint_store import StoredCheckpoint
+from audit.checkpoints import CheckpointError, export_json
+from audit.verify import (
+    AuditError,
+    ConsistencyBundle,
+    InclusionBundle,
+    verify_consistency_bundle,
+    verify_inclusion_bundle,
+)
+from cli.audit import KEY_HELP, load_verifier, progress_console
+from cli.common import cli_container, stop_on_signals
+
+checkpoint_app = typer.Typer(help="Signed checkpoints of the log: create, run on a schedule, export",
+                             no_args_is_help=True)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smh]?)")
+
+
+def parse_every(text: str) -> float:
+    """'60s', '5m', '1h' or plain seconds."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or float(match[1]) <= 0:
+        raise typer.BadParameter(f"'{text}' is not a duration like 60s, 5m or 1h")
+    return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
+
+
+def _show(cp: StoredCheckpoint) -> None:
+    c = cp.checkpoint
+    typer.echo(f"checkpoint {cp.position}: size {c.size}, chain head {c.chain_head[:16]}…, "
+               f"signed {c.timestamp.isoformat()} by key {cp.key_id}")
+
+
+@checkpoint_app.command("create")
+def checkpoint_create(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Build the tree to the log's head and sign a checkpoint now."""
+    with cli_container() as c:
+        signed = c.checkpoint_signer.sign()
+    assert signed is not None
+    if as_json:
+        typer.echo(json.dumps(signed.to_json(), indent=2))
+    else:
+        _show(signed)
+
+
+@checkpoint_app.command("run")
+def checkpoint_run(every: str = typer.Option("60s", help="How often: 60s, 5m, 1h"),
+                   rounds: int = typer.Option(0, help="Stop after this many (0: until stopped)")) -> None:
+    """Sign a checkpoint every interval while the log grows (SIGTERM/Ctrl-C stops it)."""
+    interval, stop = parse_every(every), stop_on_signals()
+    with cli_container() as c:
+        typer.echo(f"signing every {interval:g}s with key {c.checkpoint_signer.signing_key().name}")
+        c.checkpoint_signer.run(stop, interval, on_signed=_show, rounds=rounds)
+
+
+@checkpoint_app.command("list")
+def checkpoint_list(after: int = typer.Option(0), limit: int = typer.Option(20)) -> None:
+    """Checkpoints signed so far, oldest first."""
+    with cli_container() as c:
+        for cp in c.checkpoint_store.page(after, limit):
+            _show(cp)
+
+
+@checkpoint_app.command("export")
+def checkpoint_export(out: Path = typer.Option(..., "--out", help="The file to write (JSON)")) -> None:
+    """Write every signed checkpoint, verbatim, for an auditor to keep elsewhere."""
+    with cli_container() as c:
+        verifier = c.verifier
+        if verifier is None:
+            typer.echo("error: HCP_CHECKPOINT_KEY_FILE is not set: the export names the key", err=True)
+            raise typer.Exit(2)
+        stored = c.checkpoint_store.all()
+    out.write_text(export_json([s.signed for s in stored], verifier))
+    typer.echo(f"wrote {len(stored)} checkpoints to {out}; verifier key {verifier.vkey()}")
+
+
+def tree(follow: bool = typer.Option(False, "--follow", help="Keep following the log")) -> None:
+    """Build the Merkle tree up to the log's head (what `hcp relay` also does as it runs)."""
+    with cli_container() as c, Progress(console=progress_console, transient=True) as bar:
+        head = c.store.head()
+        task = bar.add_task("merkle tree", total=max(head, 1), completed=c.tree_builder.size())
+        size = c.tree_builder.build(on_progress=lambda n: bar.update(task, completed=n))
+        typer.echo(f"tree at {size} of {head} events")
+        if follow:
+            c.tree_builder.follow(stop_on_signals())
+
+
+def proof(event_id: uuid.UUID = typer.Argument(..., help="The event to prove"),
+          checkpoint: int = typer.Option(None, help="Against this checkpoint (default: the latest)"),
+          out: Path = typer.Option(None, "--out", help="Write the bundle here (default: stdout)")) -> None:
+    """An inclusion proof of the event in a signed checkpoint, as a JSON bundle."""
+    with cli_container() as c:
+        answer = c.proofs.inclusion(event_id, checkpoint)
+    _write({"event_id": answer.event_id, "position": answer.position,
+            "checkpoint_position": answer.checkpoint_position, **answer.bundle.to_json()}, out)
+
+
+def consistency(old: int = typer.Argument(..., help="The older checkpoint"),
+                new: int = typer.Argument(None, help="The newer one (default: the latest)"),
+                out: Path = typer.Option(None, "--out")) -> None:
+    """A consistency proof between two signed checkpoints, as a JSON bundle."""
+    with cli_container() as c:
+        bundle = c.proofs.consistency(old, new)
+    _write(bundle.to_json(), out)
+
+
+def prove(bundle: Path = typer.Argument(..., help="A bundle from `hcp audit proof` or `consistency`"),
+          key: str = typer.Option(..., help=KEY_HELP.split(";")[0]),
+          key_name: str = typer.Option(None, help="The key's name, for a PEM or OpenSSH key")) -> None:
+    """Check a proof offline with only the log's public key; exit 1 if it does not hold."""
+    verifier = load_verifier(key, key_name)
+    assert verifier is not None
+    try:
+        doc = json.loads(bundle.read_text())
+        if "event_hash" in doc:
+            cp = verify_inclusion_bundle(InclusionBundle.from_json(doc), verifier)
+            typer.echo(f"proven: event {doc['event_hash'][:16]}… is at position {doc['leaf_index'] + 1} "
+                       f"of the log of {cp.size} events signed {cp.timestamp.isoformat()}")
+        else:
+            old, new = verify_consistency_bundle(ConsistencyBundle.from_json(doc), verifier)
+            typer.echo(f"proven: the log of {old.size} events signed {old.timestamp.isoformat()} is a "
+                       f"prefix of the log of {new.size} signed {new.timestamp.isoformat()}")
+    except (AuditError, CheckpointError, ValueError) as exc:
+        typer.echo(f"NOT PROVEN: {exc}")
+        raise typer.Exit(1) from None
+
+
+def _write(doc: dict[str, Any], out: Path | None) -> None:
+    text = json.dumps(doc, indent=2) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        typer.echo(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(checkpoint_app, name="checkpoint")
+    for command in (tree, proof, consistency, prove):
+        app.command()(command)

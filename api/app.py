@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request, Response
 from api.errors import install_error_handlers
 from api.metrics import Metrics
 from api.routes import ROUTERS
+from console.router import router as console_router
 from hcp.bootstrap import Container, bootstrap
 
 
@@ -32,6 +33,7 @@ def create_app(container: Container | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(console_router)  # the pages under /console (and /, /ui, /dashboard)
 
     @app.middleware("http")
     async def time_requests(

@@ -22,6 +22,7 @@ from evaluators.evaluator import Evaluator
 from evaluators.outbox import rewards_table_feed
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
+from evaluators.stats import RewardStats
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
 from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
@@ -73,6 +74,10 @@ class Container:
     @cached_property
     def rewards(self) -> RewardStore:
         return RewardStore(self.engine)
+
+    @cached_property
+    def reward_stats(self) -> RewardStats:
+        return RewardStats(self.engine)
 
     @cached_property
     def reevaluations(self) -> Reevaluations:

@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
+    console_secret: str = Field(
+        "", description="Key that signs console session cookies; empty: a random one per "
+        "process (sessions end when it restarts; set it when several processes serve)")
+    console_session_minutes: int = Field(
+        30, ge=1, le=720, description="How long a console sign-in lasts")
 
     @model_validator(mode="after")
     def _refuse_embedded_in_production(self) -> Settings:

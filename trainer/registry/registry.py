@@ -140,15 +140,27 @@ class Registry:
             found = adapter_in(conn, adapter_id)
         return self._with_hashes([found])[0]  # after closing: SQLite lets one connection in
 
-    def adapters(self, specialist: str | None = None, limit: int = 100) -> list[AdapterVersion]:
+    def adapters(self, specialist: str | None = None, limit: int = 100,
+                 before_version: int | None = None) -> list[AdapterVersion]:
+        """Newest first per specialist; ``before_version`` pages one specialist's list."""
         query = select(adapter_versions.c.adapter_id)
         if specialist is not None:
             query = query.where(adapter_versions.c.specialist == specialist)
+        if before_version is not None:
+            query = query.where(adapter_versions.c.version < before_version)
         query = query.order_by(adapter_versions.c.specialist, adapter_versions.c.version.desc())
         with self.engine.connect() as conn:
             ids = list(conn.execute(query.limit(limit)).scalars())
             found = [adapter_in(conn, i) for i in ids]
         return self._with_hashes(found)
+
+    def children(self, adapter_id: str) -> list[str]:
+        """Ids of the versions trained from ``adapter_id``, oldest first."""
+        query = (select(adapter_versions.c.adapter_id)
+                 .where(adapter_versions.c.parent_adapter_id == adapter_id)
+                 .order_by(adapter_versions.c.version))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
 
     def _with_hashes(self, adapters: list[AdapterVersion]) -> list[AdapterVersion]:
         hashes = self.contract_hashes({(c.name, c.version) for a in adapters

@@ -1,0 +1,27 @@
+"""One adapter version's page, and its live audit result (an htmx fragment: it re-hashes)."""
+
+from __future__ import annotations
+
+from fastapi import Request, Response
+
+from console.deps import ContainerDep, Viewer, need
+from console.render import console_router, page
+from console.views import adapter as views
+
+router = console_router()
+
+
+@router.get("/adapters/{adapter_id}")
+def adapter(request: Request, adapter_id: str, session: Viewer, container: ContainerDep) -> Response:
+    need(session, "registry:read")
+    context = views.adapter_page(container, adapter_id)
+    return page(request, "adapter.html", {**context, "can_move": session.allows("registry:write")},
+                session)
+
+
+@router.get("/adapters/{adapter_id}/audit")
+def audit(request: Request, adapter_id: str, session: Viewer, container: ContainerDep,
+          deep: bool = False) -> Response:
+    need(session, "registry:read")
+    result = views.audit_result(container, adapter_id, deep)
+    return page(request, "fragments/adapter_audit.html", {"result": result}, session)

@@ -1,0 +1,88 @@
+"""Specialists: their aliases now, the alias timeline (rollbacks marked) and their versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hcp.bootstrap import Container
+from trainer.registry.model import AdapterVersion, AliasMove
+
+PAGE = 50
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One alias move as the timeline shows it."""
+
+    move: AliasMove
+    rollback: bool
+    until: datetime | None  # when the next move of the same alias replaced it (None: still)
+
+
+def overview(container: Container) -> list[dict[str, Any]]:
+    """Every specialist with the adapters its aliases point to now."""
+    return [{"specialist": s, "aliases": container.aliases.current(s.name)}
+            for s in container.registry.specialists()]
+
+
+def specialist_page(container: Container, name: str, before_move: int | None = None,
+                    before_version: int | None = None) -> dict[str, Any]:
+    specialist = container.registry.specialist(name)
+    moves = container.aliases.history(name, None, PAGE + 1, before_move)
+    adapters = container.registry.adapters(name, PAGE + 1, before_version)
+    shown = moves[:PAGE]
+    return {
+        "specialist": specialist,
+        "aliases": container.aliases.current(name),
+        "timeline": timeline(moves)[:PAGE],
+        "periods": periods(shown),
+        "older_moves": shown[-1].position if len(moves) > PAGE else None,
+        "adapters": adapters[:PAGE],
+        "older_adapters": adapters[PAGE - 1].version if len(adapters) > PAGE else None,
+        "choices": choices(adapters[:PAGE]),
+    }
+
+
+def timeline(moves: list[AliasMove]) -> list[TimelineRow]:
+    """Newest first, as stored; each move knows whether it rolled its alias back and when
+    it was superseded (from the moves given: a page's oldest may not know)."""
+    rows: list[TimelineRow] = []
+    newer: dict[str, AliasMove] = {}  # per alias, the move after this one
+    for index, move in enumerate(moves):
+        older = next((m for m in moves[index + 1:] if m.alias == move.alias), None)
+        successor = newer.get(move.alias)
+        rows.append(TimelineRow(move, is_rollback(move, older),
+                                successor.moved_at if successor else None))
+        newer[move.alias] = move
+    return rows
+
+
+def is_rollback(move: AliasMove, older: AliasMove | None) -> bool:
+    """A move back to the target the alias's previous move replaced."""
+    kind = getattr(move, "kind", None)  # a move that records its kind says so itself
+    if kind is not None:
+        return bool(kind == "rollback")
+    if move.reason.startswith("rollback"):
+        return True
+    return (older is not None and move.adapter_id is not None
+            and move.adapter_id == older.previous_adapter_id
+            and move.previous_adapter_id == older.adapter_id)
+
+
+def periods(moves: list[AliasMove]) -> dict[str, list[dict[str, Any]]]:
+    """Per alias, oldest first: which version it pointed to from when until when."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for move in sorted(moves, key=lambda m: m.position):
+        spans = found.setdefault(move.alias, [])
+        if spans:
+            spans[-1]["until"] = move.moved_at
+        spans.append({"adapter_id": move.adapter_id, "since": move.moved_at, "until": None,
+                      "actor": move.actor, "reason": move.reason})
+    return found
+
+
+def choices(adapters: list[AdapterVersion]) -> list[dict[str, Any]]:
+    """What an alias can be moved to: the listed versions, rejected ones marked."""
+    return [{"adapter_id": a.adapter_id, "status": a.status} for a in adapters]

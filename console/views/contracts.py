@@ -9,6 +9,7 @@ from typing import Any
 from console.views.charts import bar_chart
 from contract.diff import diff_contracts
 from contract.document import ContractDocument, parse_contract
+from contract.problems import ContractInvalid
 from contract.versions import DRAFT, ContractVersion
 from evaluators.dryrun import Selection
 from hcp.bootstrap import Container
@@ -27,6 +28,15 @@ def document_of(version: ContractVersion) -> ContractDocument:
     return parsed(version.content_hash, version.document)
 
 
+def readable(version: ContractVersion) -> ContractDocument | None:
+    """The parsed document, or None for one this code can no longer compile (stored by
+    an older release with other rules): pages still show its text."""
+    try:
+        return document_of(version)
+    except ContractInvalid:
+        return None
+
+
 def index(container: Container) -> dict[str, list[ContractVersion]]:
     """Every version, by contract name, newest first."""
     found: dict[str, list[ContractVersion]] = {}
@@ -40,7 +50,7 @@ def version_page(container: Container, name: str, number: int) -> dict[str, Any]
     others = [v for v in container.contracts.versions(name) if v.version != number]
     return {
         "version": version,
-        "rubric": rubric(document_of(version)),
+        "rubric": rubric(parsed_document) if (parsed_document := readable(version)) else None,
         "others": others,
         "history": [e for e in container.contracts.history(name)
                     if e.payload.get("version") == number],

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.views.charts import bar_chart
-from console.views.contracts import document_of
+from console.views.contracts import readable
 from evaluators.stats import Distribution, RewardFilter
 from hcp.bootstrap import Container
 from kernel.errors import Invalid
@@ -113,8 +113,8 @@ def _delta(means: list[float | None]) -> float | None:
 
 def criteria_names(container: Container) -> list[str]:
     """Every criterion id any contract version defines."""
-    return sorted({c.id for v in container.contracts.versions()
-                   for c in document_of(v).evaluation.criteria})
+    documents = [readable(v) for v in container.contracts.versions()]
+    return sorted({c.id for d in documents if d is not None for c in d.evaluation.criteria})
 
 
 def choices(container: Container, criteria: list[str]) -> dict[str, list[str]]:

@@ -1,5 +1,6 @@
 /* HCP console: draws the charts (Chart.js) and the lineage graph (Cytoscape.js) from the
-   JSON blocks the server renders next to them. No inline script anywhere: the page's
+   JSON the server renders with them (a chart's in its data-chart attribute, the graph's in
+   a <script type="application/json"> block). No inline script anywhere: the page's
    Content-Security-Policy allows scripts only from this server. */
 (function () {
   "use strict";
@@ -12,9 +13,9 @@
   }
 
   function drawChart(canvas) {
-    if (registry.charts[canvas.id] || typeof Chart === "undefined") return;
-    var spec = data(canvas.dataset.chart);
-    if (!spec) return;
+    // Drawn once per element: a fragment swapped in again brings a new canvas, same id.
+    if (typeof Chart === "undefined" || Chart.getChart(canvas)) return;
+    var spec = JSON.parse(canvas.dataset.chart);
     var line = spec.type === "line";
     registry.charts[canvas.id] = new Chart(canvas, {
       type: spec.type,
@@ -70,7 +71,8 @@
   }
 
   function drawGraph(box) {
-    if (registry.graphs[box.id] || typeof cytoscape === "undefined") return;
+    if (typeof cytoscape === "undefined" || box.dataset.drawn) return;
+    box.dataset.drawn = "yes";
     var spec = data(box.dataset.graph);
     if (!spec) return;
     var cy = cytoscape({
@@ -93,6 +95,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () { drawAll(document); });
-  // Fragments htmx swaps in (a dry run's result) bring their own charts.
-  document.addEventListener("htmx:afterSettle", function (event) { drawAll(event.target); });
+  // Fragments htmx swaps in (a dry run's result) bring their own charts. The event fires
+  // on the element that made the request, not always the one swapped, so look everywhere.
+  document.addEventListener("htmx:afterSettle", function () { drawAll(document); });
 })();

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-HEADLINES = ("heldout_margin", "rollout_reward")
+HEADLINES = {"heldout_margin": "held-out margin", "rollout_reward": "rollout reward"}
 INTERVAL_KEYS = ("interval", "bootstrap", "confidence_interval", "ci")
 SAMPLE_KEYS = ("samples", "n_samples", "sample_count", "n_pairs", "n_rollouts", "held_out")
 SEED_KEYS = ("seed", "bootstrap_seed")
@@ -69,7 +69,7 @@ def interval_text(interval: Any) -> str:
 
 
 def _headline(name: str, row: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name.replace("_", " "), "successor": row.get("successor"),
+    return {"name": HEADLINES.get(name, name.replace("_", " ")), "successor": row.get("successor"),
             "parent": row.get("parent"), "delta": row.get("delta"), "required": row.get("required"),
             "ok": row.get("ok"), "interval": _first(INTERVAL_KEYS, row)}
 

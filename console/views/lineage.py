@@ -31,8 +31,8 @@ def ancestry(container: Container, adapter: AdapterVersion) -> tuple[list[Adapte
 
 
 # Rows of the drawing, top to bottom; generations run left (oldest) to right.
-ROW = {"contract": 0, "manifest": 110, "run": 220, "adapter": 330, "base": 450}
-COLUMN = 230
+ROW = {"contract": 0, "manifest": 85, "run": 170, "adapter": 255, "base": 345}
+COLUMN = 260
 
 
 def graph(container: Container, adapter: AdapterVersion) -> dict[str, Any]:

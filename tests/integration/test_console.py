@@ -53,6 +53,12 @@ def json_block(html: str, block_id: str) -> dict:
     return json.loads(found[1])
 
 
+def chart(html: str, canvas_id: str) -> dict:
+    found = re.search(rf"<canvas id=\"{canvas_id}\" data-chart='([^']*)'", html)
+    assert found, canvas_id
+    return json.loads(found[1].replace("&#34;", '"').replace("&amp;", "&"))
+
+
 def csrf_of(html: str) -> str:
     return CSRF.search(html)[1]
 
@@ -76,9 +82,9 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert graph["ancestors"] == [data.root] and {data.root, "base:hcp-tiny", "contract:default@1"} <= ids
     assert {"source": data.root, "target": data.successor} in [
         {k: e["data"][k] for k in ("source", "target")} for e in graph["edges"]]
-    rewards = json_block(page, "reward-chart-data")
+    rewards = chart(page, "reward-chart")
     assert len(rewards["labels"]) == 10 and all(len(d["data"]) == 10 for d in rewards["datasets"])
-    assert json_block(page, "loss-chart-data")["labels"] == [1, 2, 3, 4]
+    assert chart(page, "loss-chart")["labels"] == [1, 2, 3, 4]
     assert "[0.0250, 0.0750] at 95%" in page and "20240601" in page and "N pairs" in page
     assert "verified" in get(client, f"/console/adapters/{data.successor}/audit")
 
@@ -94,9 +100,9 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert 'id="publish"' not in dry_run.text  # no contracts:write
 
     compared = get(client, "/console/rewards?compare=contract&a=default@1&b=default@2")
-    chart = json_block(compared, "reward-distribution-data")
-    assert [d["label"] for d in chart["datasets"]] == ["default@1", "default@2"]
-    assert all(len(d["data"]) == 10 for d in chart["datasets"]) and "B − A" in compared
+    distribution = chart(compared, "reward-distribution")
+    assert [d["label"] for d in distribution["datasets"]] == ["default@1", "default@2"]
+    assert all(len(d["data"]) == 10 for d in distribution["datasets"]) and "B − A" in compared
     filtered = get(client, "/console/rewards?specialist=coding&criterion=brevity&since=2000-01-01")
     assert "Distribution of brevity" in filtered
     assert "since: expected" in get(client, "/console/rewards?since=yesterday", 422)

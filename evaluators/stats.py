@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Select, cast, func, select
+from sqlalchemy import ColumnElement, Integer, Select, Uuid, any_, bindparam, cast, func, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Engine
 
 from evaluators.model import RewardRecord
@@ -24,7 +25,8 @@ from evaluators.tables import reward_records as rr
 from kernel.db import is_postgres
 
 BINS = 10  # equal-width bins over [0, 1], as the dry-run report draws them
-_ID_CHUNK = 500
+_ID_CHUNK = 500  # ids per IN (...) on SQLite
+_IDS = bindparam("ids", type_=ARRAY(Uuid))
 
 
 @dataclass(frozen=True)
@@ -105,12 +107,15 @@ class RewardStats:
         """Score histograms per split of the given rewards (a manifest's reward ids)."""
         ids = sorted({uuid.UUID(str(i)) for i in reward_ids})
         scores: dict[str, list[float]] = {}
+        columns = select(rr.c.split, rr.c.score).where(rr.c.score.is_not(None))
         with self.engine.connect() as conn:
-            for start in range(0, len(ids), _ID_CHUNK):
-                query = select(rr.c.split, rr.c.score).where(
-                    rr.c.reward_id.in_(ids[start:start + _ID_CHUNK]), rr.c.score.is_not(None))
-                for split, score in conn.execute(query):
-                    scores.setdefault(split, []).append(float(score))
+            if is_postgres(conn):  # one array parameter: one round trip for any number of ids
+                rows = list(conn.execute(columns.where(rr.c.reward_id == any_(_IDS)), {"ids": ids}))
+            else:
+                rows = [row for start in range(0, len(ids), _ID_CHUNK) for row in conn.execute(
+                    columns.where(rr.c.reward_id.in_(ids[start:start + _ID_CHUNK])))]
+        for split, score in rows:
+            scores.setdefault(split, []).append(float(score))
         found = sum(len(v) for v in scores.values())
         return SplitHistograms(
             histograms={s: histogram(v) for s, v in sorted(scores.items())},

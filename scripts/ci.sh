@@ -32,6 +32,15 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 step "pip install -e '.[dev,train]'"
 python -m pip install -q -e '.[dev,train]'
 
+# The console's browser tests drive Chromium from Debian's packages through Playwright's
+# Python package (never `playwright install`, which would download a browser).
+if [ ! -x /usr/bin/chromium ]; then
+  step "apt-get install chromium chromium-driver (for the console's browser tests)"
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
+fi
+
 step "scripts/services.sh up"
 bash scripts/services.sh up
 # services.sh is the single source of the HCP_TEST_* values the tests read.
@@ -62,7 +71,7 @@ check() {
 }
 
 check ruff ruff check .
-check mypy mypy kernel events contract evaluators trainer audit access harness migrations hcp api cli
+check mypy mypy kernel events contract evaluators trainer audit access harness migrations hcp console api cli
 check pytest pytest -q -p no:cacheprovider tests
 
 step "summary"

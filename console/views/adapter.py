@@ -7,33 +7,34 @@ from typing import Any
 
 from console.views.charts import bar_chart, line_chart
 from console.views.gate import gate_view
-from console.views.lineage import graph
+from console.views.lineage import DEFAULT_DEPTH, graph
 from hcp.bootstrap import Container
 from kernel.errors import NotFound
 
+MAX_REWARDS = 20_000
 
-def adapter_page(container: Container, adapter_id: str) -> dict[str, Any]:
+
+def adapter_page(container: Container, adapter_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
     adapter = container.registry.adapter(adapter_id)
     metrics = adapter.metrics or {}
     manifest = container.manifests.row(adapter.manifest_id)
-    rewards = container.reward_stats.of_rewards(manifest.reward_ids)
+    # A manifest may list a great many rewards: the chart is over the first MAX_REWARDS.
+    rewards = container.reward_stats.of_rewards(manifest.reward_ids[:MAX_REWARDS])
     pointing = [alias for alias, move in container.aliases.current(adapter.specialist).items()
                 if move.adapter_id == adapter_id]
     return {
         "adapter": adapter,
         "aliases_here": pointing,
         "run": _run(container, adapter.training_run_id),
-        "graph": graph(container, adapter),
+        "graph": graph(container, adapter, depth),
         "gate": gate_view(metrics.get("gate")),
         "training": metrics.get("training") or {},
         "loss_chart": loss_chart(metrics.get("loss_curve") or []),
         "reward_chart": reward_chart(rewards.histograms),
         "reward_means": rewards.means,
         "rewards_missing": rewards.missing,
-        "reward_count": len(manifest.reward_ids),
+        "reward_count": len(manifest.reward_ids), "reward_cap": MAX_REWARDS, "depth": depth,
         "hashes": hashes(container, adapter, manifest),
-        "choices": [{"adapter_id": a.adapter_id, "status": a.status}
-                    for a in container.registry.adapters(adapter.specialist, 50)],
     }
 
 

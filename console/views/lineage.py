@@ -1,9 +1,9 @@
 """An adapter version's lineage as a graph: ancestors, children, runs, dataset manifests,
 contract versions and the base model, as nodes and edges Cytoscape.js draws.
 
-Ancestors are walked parent by parent (at most ``MAX_ANCESTORS``); children come from
-the registry. Every node carries the hashes a reader checks and, where one exists, the
-console page it links to.
+Ancestors are walked parent by parent, the nearest ``depth`` of them (the page asks for
+more); children come from the registry. Every node carries the hashes a reader checks
+and, where one exists, the console page it links to.
 """
 
 from __future__ import annotations
@@ -14,20 +14,22 @@ from hcp.bootstrap import Container
 from kernel.errors import NotFound
 from trainer.registry.model import AdapterVersion
 
-MAX_ANCESTORS = 50
+DEFAULT_DEPTH, MAX_DEPTH = 8, 200
 
 
-def ancestry(container: Container, adapter: AdapterVersion) -> tuple[list[AdapterVersion], bool]:
-    """The version itself, then its parent, … (oldest last); True when cut at the limit."""
+def ancestry(container: Container, adapter: AdapterVersion,
+             depth: int = DEFAULT_DEPTH) -> tuple[list[AdapterVersion], bool]:
+    """The version itself, then its parent, … up to ``depth`` ancestors (oldest last);
+    True when the chain goes on beyond them."""
     chain = [adapter]
     seen = {adapter.adapter_id}
-    while chain[-1].parent_adapter_id and len(chain) <= MAX_ANCESTORS:
+    while chain[-1].parent_adapter_id and len(chain) <= depth:
         parent_id = chain[-1].parent_adapter_id
         if parent_id in seen:
             break
         seen.add(parent_id)
         chain.append(container.registry.adapter(parent_id))
-    return chain, bool(chain[-1].parent_adapter_id) and len(chain) > MAX_ANCESTORS
+    return chain, bool(chain[-1].parent_adapter_id) and len(chain) > depth
 
 
 # Rows of the drawing, top to bottom; generations run left (oldest) to right.
@@ -35,10 +37,10 @@ ROW = {"contract": 0, "manifest": 85, "run": 170, "adapter": 255, "base": 345}
 COLUMN = 260
 
 
-def graph(container: Container, adapter: AdapterVersion) -> dict[str, Any]:
+def graph(container: Container, adapter: AdapterVersion, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
     """{"nodes", "edges", "ancestors", "children", "truncated"} in Cytoscape's element form,
     each node with a position (oldest generation on the left)."""
-    chain, truncated = ancestry(container, adapter)
+    chain, truncated = ancestry(container, adapter, depth)
     children = [container.registry.adapter(i) for i in container.registry.children(adapter.adapter_id)]
     nodes: dict[str, dict[str, Any]] = {}
     edges: list[dict[str, Any]] = []

@@ -121,5 +121,5 @@ def choices(container: Container, criteria: list[str]) -> dict[str, list[str]]:
     """What the filter form offers (the adapter field also takes any text)."""
     return {"specialists": [s.name for s in container.registry.specialists()],
             "contracts": [v.ref for v in container.contracts.versions() if v.status != "draft"],
-            "adapters": [a.adapter_id for a in container.registry.adapters(limit=200)],
+            "adapters": container.registry.adapter_ids(limit=200),
             "criteria": criteria}

@@ -41,15 +41,18 @@ A11Y_CHECK = """() => {
   let last = 0;
   document.querySelectorAll('h1, h2, h3, h4, h5, h6').forEach(h => {
     const level = Number(h.tagName[1]);
-    if (last && level > last + 1) problems.push('heading jumps from h' + last + ' to ' + h.outerHTML.slice(0, 60));
+    if (last && level > last + 1)
+      problems.push('heading jumps from h' + last + ' to ' + h.outerHTML.slice(0, 60));
     last = level;
   });
   document.querySelectorAll('input:not([type=hidden]), select, textarea').forEach(el => {
-    if (!(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
-      problems.push('no label: ' + el.outerHTML.slice(0, 80));
+    const named = (el.labels && el.labels.length) || el.getAttribute('aria-label')
+      || el.getAttribute('aria-labelledby');
+    if (!named) problems.push('no label: ' + el.outerHTML.slice(0, 80));
   });
   document.querySelectorAll('button, a[href]').forEach(el => {
-    if (!el.textContent.trim() && !el.getAttribute('aria-label')) problems.push('no name: ' + el.outerHTML.slice(0, 80));
+    if (!el.textContent.trim() && !el.getAttribute('aria-label'))
+      problems.push('no name: ' + el.outerHTML.slice(0, 80));
   });
   document.querySelectorAll('canvas[data-chart], [data-graph]').forEach(el => {
     if (!el.getAttribute('aria-label')) problems.push('figure without a label: ' + el.id);

@@ -154,6 +154,13 @@ class Registry:
             found = [adapter_in(conn, i) for i in ids]
         return self._with_hashes(found)
 
+    def adapter_ids(self, limit: int = 1000) -> list[str]:
+        """The newest version ids (by registration), cheaply: for pickers and links."""
+        query = (select(adapter_versions.c.adapter_id)
+                 .order_by(adapter_versions.c.event_position.desc()).limit(limit))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
     def children(self, adapter_id: str) -> list[str]:
         """Ids of the versions trained from ``adapter_id``, oldest first."""
         query = (select(adapter_versions.c.adapter_id)

@@ -48,6 +48,8 @@ eval "$(bash scripts/services.sh env)"
 export HCP_TEST_POSTGRES_URL HCP_TEST_KAFKA_BOOTSTRAP HCP_TEST_REDIS_URL
 # In CI a missing service is a failure, never a silent skip.
 export HCP_TEST_REQUIRE_SERVICES=1
+# Test artifacts (the console's page screenshots land in $HCP_TEST_ARTIFACTS/console/).
+export HCP_TEST_ARTIFACTS="${HCP_TEST_ARTIFACTS:-$PWD/tests/artifacts}"
 
 # ------------------------------------------------------------------ checks
 # All three checks run even if an earlier one fails, so one CI run reports every
@@ -76,6 +78,7 @@ check pytest pytest -q -p no:cacheprovider tests
 
 step "summary"
 printf '  %s\n' "${results[@]}"
+echo "  artifacts: $HCP_TEST_ARTIFACTS"
 if [ "$failed" != 0 ]; then
   echo "ci: FAILED"
   exit 1

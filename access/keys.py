@@ -22,7 +22,7 @@ SCOPES = (
     "admin",
     "events:write", "events:read", "audit:read",
     "contracts:write", "contracts:read", "rewards:read",
-    "registry:read", "registry:write", "train:write",
+    "registry:read", "registry:write", "train:write", "lineage:read",
 )
 KEY_PREFIX = "hcp"
 

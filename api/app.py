@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response
 
 from api.errors import install_error_handlers
+from api.gate import RequestGate
 from api.metrics import Metrics
 from api.routes import ROUTERS
 from console.router import router as console_router
@@ -34,6 +35,8 @@ def create_app(container: Container | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(console_router)  # the pages under /console (and /, /ui, /dashboard)
+    # Added before the timing middleware, so it runs inside it: refusals are timed too.
+    app.add_middleware(RequestGate)
 
     @app.middleware("http")
     async def time_requests(

@@ -11,7 +11,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from access.keys import Principal
 from api.metrics import Metrics
+from audit.asof import AsOf
+from audit.downstream import Downstream
 from audit.lineage import Lineage
+from audit.upstream import Upstream
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
 from evaluators.reevaluation import Reevaluations
@@ -20,6 +23,7 @@ from events.store import EventStore
 from hcp.bootstrap import Container
 from hcp.settings import Settings
 from trainer.registry.aliases import Aliases
+from trainer.registry.artifacts import ArtifactStore
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
 from trainer.runs.store import Runs
@@ -59,7 +63,11 @@ ReevaluationsDep = Annotated[Reevaluations, _service("reevaluations")]
 RegistryDep = Annotated[Registry, _service("registry")]
 AliasesDep = Annotated[Aliases, _service("aliases")]
 ResolverDep = Annotated[Resolver, _service("resolver")]
+ArtifactsDep = Annotated[ArtifactStore, _service("artifacts")]
 LineageDep = Annotated[Lineage, _service("lineage")]
+UpstreamDep = Annotated[Upstream, _service("upstream")]
+DownstreamDep = Annotated[Downstream, _service("downstream")]
+AsOfDep = Annotated[AsOf, _service("as_of")]
 RunsDep = Annotated[Runs, _service("runs")]
 PoliciesDep = Annotated[Policies, _service("policies")]
 TriggersDep = Annotated[Triggers, _service("triggers")]
@@ -96,3 +104,4 @@ RewardsRead = Annotated[Principal, Depends(require("rewards:read"))]
 RegistryRead = Annotated[Principal, Depends(require("registry:read"))]
 RegistryWrite = Annotated[Principal, Depends(require("registry:write"))]
 TrainWrite = Annotated[Principal, Depends(require("train:write"))]
+LineageRead = Annotated[Principal, Depends(require("lineage:read"))]

@@ -1,17 +1,28 @@
-"""One error shape for every 4xx/5xx: {"error": {"code", "message", "field"?, "details"?}}."""
+"""One error shape for every 4xx/5xx: {"error": {"code", "message", "field"?, "details"?}}.
+
+Database failures are answered here too: an unreachable database is a 503 with
+Retry-After (the request may succeed later), a value the database cannot hold a 422,
+and anything unforeseen a JSON 500 rather than Starlette's plain text.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.jsonbody import BodyRejected
 from contract.document import ContractInvalid
 from events.ingest import BatchRejected
 from kernel.errors import Conflict, DomainError, Invalid, NotFound
+
+log = logging.getLogger(__name__)
+DEFAULT_RETRY_AFTER_S = 5
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -20,6 +31,13 @@ def error_body(code: str, message: str, field: str | None = None, **extra: Any) 
         body["field"] = field
     body.update(extra)
     return {"error": body}
+
+
+def invalid_field(field: str, message: str) -> Invalid:
+    """A 422 naming ``field``, for checks a route makes beyond its parameter types."""
+    exc = Invalid(message)
+    exc.field = field
+    return exc
 
 
 def _field_of(loc: tuple[Any, ...]) -> str:
@@ -44,6 +62,10 @@ async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
 async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
     return JSONResponse(error_body("http_error", str(exc.detail)), exc.status_code,
                         headers=getattr(exc, "headers", None))
+
+
+async def _body(_: Request, exc: BodyRejected) -> JSONResponse:
+    return JSONResponse(error_body(exc.code, exc.message, exc.field), exc.status_code)
 
 
 async def _batch(_: Request, exc: BatchRejected) -> JSONResponse:
@@ -73,9 +95,49 @@ async def _domain(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(exc.code, str(exc), exc.field), status)
 
 
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached now (not that a query is wrong)."""
+    if isinstance(exc, sa.OperationalError | sa.InterfaceError | sa.TimeoutError):
+        return True
+    return isinstance(exc, sa.DBAPIError) and exc.connection_invalidated
+
+
+def unavailable_response(retry_after_s: int) -> JSONResponse:
+    return JSONResponse(
+        error_body("database_unavailable",
+                   f"the database cannot be reached; retry in {retry_after_s} s"),
+        503, headers={"Retry-After": str(retry_after_s)})
+
+
+def retry_after_of(request: Request) -> int:
+    container = getattr(request.app.state, "container", None)
+    return container.settings.unavailable_retry_after_s if container else DEFAULT_RETRY_AFTER_S
+
+
+async def _database(request: Request, exc: Exception) -> JSONResponse:
+    if database_unavailable(exc):
+        log.warning("database unavailable: %s", exc)
+        return unavailable_response(retry_after_of(request))
+    if isinstance(exc, sa.DataError):
+        # Out of a column's range, or text PostgreSQL cannot hold (NUL): the client's value.
+        reason = str(getattr(exc, "orig", exc)).splitlines()[0]
+        return JSONResponse(error_body("unstorable_value", f"a value cannot be stored or "
+                                       f"compared: {reason}"), 422)
+    return await _internal(request, exc)
+
+
+async def _internal(_: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", exc_info=exc)
+    return JSONResponse(error_body("internal_error", "internal server error"), 500)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
+    app.add_exception_handler(BodyRejected, _body)  # type: ignore[arg-type]
+    app.add_exception_handler(sa.DBAPIError, _database)
+    app.add_exception_handler(sa.TimeoutError, _database)
+    app.add_exception_handler(Exception, _internal)
     app.add_exception_handler(BatchRejected, _batch)  # type: ignore[arg-type]
     app.add_exception_handler(ContractInvalid, _contract_invalid)
     for family in STATUS_OF:

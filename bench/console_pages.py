@@ -171,8 +171,9 @@ def main() -> None:
         migrate.upgrade(url)
         print(f"building {url}: {args.sessions} sessions, {args.generations} generations", flush=True)
         build(container, args.sessions, args.generations, data_dir)
+    adapters = len(container.registry.adapter_ids(limit=1_000_000))
     print(f"database: {url.split('@')[-1]}; events {container.store.head()}, "
-          f"rewards {container.rewards.head()}, adapters {len(container.registry.adapter_ids(100_000))}")
+          f"rewards {container.rewards.head()}, adapters {adapters}")
     client = signed_in_client(container)
     rows: list[tuple[str, float, float]] = []
     for label, path in pages(container).items():

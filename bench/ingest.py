@@ -1,93 +1,220 @@
-"""Ingest benchmark: events/s through the HTTP API into PostgreSQL with the relay
-publishing to Kafka, against the ceiling of COPYing the same rows into a bare table.
+"""Ingest benchmark: every figure of the write path beside the peer a user would otherwise
+pick, measured in the same run, with their ratio.
 
-    .venv/bin/python bench/ingest.py [--events 40000] [--batch 200] [--clients 4]
+    .venv/bin/python bench/ingest.py [--events 30000] [--repeats 3] [--producer confluent-kafka]
+    .venv/bin/python bench/ingest.py --only http --api-workers 1,2,4     # scaling sweep
 
-Needs PostgreSQL and Kafka (scripts/services.sh up). It creates a throw-away database,
-starts the API (uvicorn) and `hcp relay` as subprocesses, and prints:
+Needs PostgreSQL and Kafka (scripts/services.sh up). Each repeat waits for the machine to
+be idle (at most --idle-wait s), creates throw-away databases and topics, and measures:
 
-* throughput: events/s end to end (first POST until the relay's checkpoint reaches the
-  last position, i.e. every event committed *and* acknowledged by Kafka);
-* ceiling: the same rows COPYed into a table with the same columns and nothing else
-  (no keys, no triggers, no hashing), timed around the COPY alone; and the ratio;
-* latency: p50/p99 of single-event POSTs sent at a steady rate while the relay runs.
+* end to end: HTTP batches -> PostgreSQL -> relay -> Kafka, until the relay's checkpoint
+  (moved only after every ack) covers the last event; peer: pyeventsourcing's Application
+  saving the same events in-process into PostgreSQL, same batch size;
+* store append: SqlEventStore.append in batches of --append-batch; peer: pyeventsourcing's
+  PostgreSQL recorder (insert_events) on the same events (and its Application);
+* HTTP: POST /v1/events from --clients threads, relay not running; peer: ingest()
+  in-process on the same batches;
+* relay drain: the relay publishing the HTTP phase's backlog; peers: bare confluent-kafka
+  and kafka-python producers sending the same messages;
+* single-event POST p99 at --rate/s with the relay running (goal < 15 ms);
+* commit -> Kafka-visible p99 while ingesting at 80% of this repeat's end-to-end rate
+  (goal < 250 ms);
+
+plus COPY of the log's rows into a bare table: the physical ceiling, for reference.
+Figures are medians over repeats; ratios are medians of the per-repeat ratios.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections import defaultdict
+from typing import Any
 
-import httpx
-import psycopg
+import peers
+from load import (
+    KafkaWatcher,
+    bodies,
+    free_port,
+    make_items,
+    paced,
+    post_all,
+    process,
+    quantile,
+    wait_healthy,
+    wait_until,
+)
 from scratch import fresh_database  # bench/scratch.py, beside this script
-from sqlalchemy.engine import make_url
 
 from access.keys import create_key
 from events.checkpoints import Checkpoints
+from events.ingest import ClientEvent, IngestLimits, ingest
+from events.kafka_io import ensure_topics
+from events.model import EventMetadata, NewEvent
 from events.relay import checkpoint_name
+from events.sql_store import SqlEventStore
 from kernel.db import make_engine
 
-ROOT = Path(__file__).resolve().parent.parent
-COLUMNS = ("position, event_id, stream_id, stream_seq, type, schema_version, payload, occurred_at, "
-           "recorded_at, actor, tenant, specialist, adapter_version, contract, causation_id, "
-           "correlation_id, payload_digest, prev_hash, hash")
+Results = dict[str, list[float]]
+ROWS: list[tuple[str, str, str, str, str]] = [  # label, ours, peer, unit, goal
+    ("end to end (HTTP->PG->relay->Kafka)", "e2e", "es_app", "events/s", ">= 1.0"),
+    ("store append", "append", "es_recorder", "events/s", ">= 0.8"),
+    ("store append vs es Application", "append", "es_app_append", "events/s", ""),
+    ("HTTP POST batches", "http", "ingest", "events/s", ">= 0.85"),
+    ("relay drain vs bare confluent-kafka", "drain", "bare_confluent", "msg/s", ""),
+    ("relay drain vs bare kafka-python", "drain", "bare_kafka_python", "msg/s", ""),
+    ("end to end vs COPY ceiling", "e2e", "copy", "events/s", ""),
+]
 
 
 def main() -> None:
     args = parse_args()
+    results: Results = defaultdict(list)
+    for r in range(args.repeats):
+        idle = wait_for_idle(args.idle_wait)
+        print(f"repeat {r + 1}/{args.repeats} (machine {idle:.0%} idle)", flush=True)
+        if args.only == "http":
+            for workers in args.api_workers:
+                results[f"http_{workers}"].append(http_only(args, workers))
+            results["ingest"].append(in_process(args, ingest_rate, args.batch))
+            continue
+        sides = (served, in_process_peers) if r % 2 == 0 else (in_process_peers, served)
+        for side in sides:
+            for name, value in side(args).items():
+                results[name].append(value)
+        print("            " + ", ".join(f"{k} {v[-1]:,.4g}" for k, v in sorted(results.items())),
+              flush=True)
+    report(args, results)
+
+
+def served(args: argparse.Namespace) -> dict[str, float]:
+    """The API and the relay as processes: HTTP, relay drain, end to end, latencies."""
+    out: dict[str, float] = {}
     with fresh_database(args.postgres) as url:
         engine = make_engine(url)
         key = create_key(engine, ["events:write"], "bench")
         prefix = f"bench{uuid.uuid4().hex[:6]}"
+        topic = f"{prefix}.events"
+        ensure_topics(args.kafka, [topic])
         env = {**os.environ, "HCP_DATABASE_URL": url, "HCP_KAFKA_BOOTSTRAP": args.kafka,
-               "HCP_TOPIC_PREFIX": prefix}
+               "HCP_TOPIC_PREFIX": prefix, "HCP_KAFKA_PRODUCER": args.producer}
         port = free_port()
-        with process(api_command(port, args.api_workers), env), \
-                process([sys.executable, "-m", "cli.main", "relay"], env):
-            base = f"http://127.0.0.1:{port}"
+        base = f"http://127.0.0.1:{port}"
+        checkpoint = checkpoint_reader(engine, topic)
+        with process(api_command(port, args.api_workers[0]), env):
             wait_healthy(base)
-            bodies = make_batches(args.events, args.batch, args.streams)
-            caught_up = lambda n: Checkpoints(engine).load(checkpoint_name(f"{prefix}.events")) >= n  # noqa: E731
-            seconds = post_all(base, key, bodies, args.clients, caught_up, args.events)
-            rate = args.events / seconds
-            ceiling = copy_ceiling(url)
-            print(f"throughput: {args.events} events in batches of {args.batch} from "
-                  f"{args.clients} clients: {seconds:.2f} s = {rate:,.0f} events/s "
-                  "(committed and published to Kafka)")
-            print(f"ceiling:    COPY of the same rows into a bare table: {ceiling:,.0f} rows/s")
-            print(f"ratio:      {rate / ceiling:.3f} (goal >= 0.5)")
-            p50, p99, sent = latency(base, key, args.rate, args.seconds)
-            print(f"latency:    {sent} single-event POSTs at {args.rate}/s: "
-                  f"p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")
+            out["http"] = args.events / post_all(base, key, bodies(make_items(
+                args.events, args.streams, "h"), args.batch), args.clients)
+            relay = [sys.executable, "-m", "cli.main", "relay"]  # `hcp relay`, as deployed
+            with process(relay, env):
+                began = wait_until(lambda: checkpoint() > 0, 60, "the relay's first page")
+                first = checkpoint()
+                done = wait_until(lambda: checkpoint() >= args.events, 300, "the relay to drain")
+                out["drain"] = (args.events - first) / (done - began)
+                e2e_bodies = bodies(make_items(args.events, args.streams, "e"), args.batch)
+                started = time.perf_counter()
+                post_all(base, key, e2e_bodies, args.clients)
+                done = wait_until(lambda: checkpoint() >= 2 * args.events, 300, "end to end")
+                out["e2e"] = args.events / (done - started)
+                out.update(latencies(args, base, key, topic, out["e2e"]))
+        out["copy"] = peers.copy_ceiling(url)
+        messages = peers.published_messages(url)[: args.events]
         engine.dispose()
+    bare_topic = f"benchbare{uuid.uuid4().hex[:6]}"
+    ensure_topics(args.kafka, [bare_topic])
+    out["bare_confluent"] = peers.bare_confluent(args.kafka, bare_topic, messages)
+    out["bare_kafka_python"] = peers.bare_kafka_python(args.kafka, bare_topic, messages)
+    return out
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--postgres", default=os.environ.get(
-        "HCP_TEST_POSTGRES_URL", "postgresql+psycopg://hcp:hcp@127.0.0.1:5432/hcp_test"),
-        help="an admin URL; the benchmark creates and drops its own database")
-    parser.add_argument("--kafka", default=os.environ.get("HCP_TEST_KAFKA_BOOTSTRAP", "127.0.0.1:9092"))
-    parser.add_argument("--events", type=int, default=40_000)
-    parser.add_argument("--batch", type=int, default=200)
-    parser.add_argument("--clients", type=int, default=4, help="concurrent posting threads")
-    parser.add_argument("--streams", type=int, default=500)
-    parser.add_argument("--api-workers", type=int, default=1, help="uvicorn worker processes")
-    parser.add_argument("--rate", type=float, default=50.0, help="single-event POSTs per second")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    return parser.parse_args()
+def latencies(args: argparse.Namespace, base: str, key: str, topic: str,
+              e2e_rate: float) -> dict[str, float]:
+    singles = bodies(make_items(int(args.rate * args.seconds), 20, "l"), 1)
+    single = paced(base, key, singles, args.rate)
+    watcher = KafkaWatcher(args.kafka, topic)
+    try:
+        time.sleep(1.0)  # let the watcher's assignment settle at the end offsets
+        load_rate = 0.8 * e2e_rate
+        items = make_items(int(load_rate * args.seconds), args.streams, "v")
+        paced(base, key, bodies(items, args.batch), load_rate / args.batch)
+        wait_until(lambda: len(watcher.delays) >= len(items), 60, "the watcher to see every event",
+                   poll=0.05)
+    finally:
+        watcher.close()
+    print(f"            single POSTs at {args.rate:.0f}/s: p50 {statistics.median(single) * 1e3:.1f} ms "
+          f"p99 {quantile(single, 0.99) * 1e3:.1f} ms; commit->Kafka at {load_rate:,.0f} events/s: "
+          f"p50 {statistics.median(watcher.delays) * 1e3:.0f} ms "
+          f"p99 {quantile(watcher.delays, 0.99) * 1e3:.0f} ms", flush=True)
+    return {"post_p99_ms": quantile(single, 0.99) * 1e3,
+            "visible_p99_ms": quantile(watcher.delays, 0.99) * 1e3}
+
+
+def in_process_peers(args: argparse.Namespace) -> dict[str, float]:
+    items = make_items(args.events, args.streams, "p")
+    return {
+        "ingest": in_process(args, ingest_rate, args.batch, items),
+        "append": in_process(args, append_rate, args.append_batch, items),
+        "es_recorder": in_process(args, peers.eventsourcing_recorder, args.append_batch, items),
+        "es_app_append": in_process(args, peers.eventsourcing_application, args.append_batch, items),
+        "es_app": in_process(args, peers.eventsourcing_application, args.batch, items),
+    }
+
+
+def in_process(args: argparse.Namespace, measure: Any, batch: int,
+               items: list[dict[str, Any]] | None = None) -> float:
+    with fresh_database(args.postgres) as url:
+        return float(measure(url, items or make_items(args.events, args.streams), batch))
+
+
+def ingest_rate(url: str, items: list[dict[str, Any]], batch: int) -> float:
+    """ingest() as the route calls it, on ClientEvents built before the clock starts."""
+    engine = make_engine(url)
+    store, limits = SqlEventStore(engine), IngestLimits(500, 262_144)
+    client = [ClientEvent(stream_id=i["stream_id"], type=i["type"], payload=i["payload"],
+                          event_id=uuid.UUID(i["event_id"]), **i["metadata"]) for i in items]
+    started = time.perf_counter()
+    for start in range(0, len(client), batch):
+        ingest(store, client[start:start + batch], limits)
+    seconds = time.perf_counter() - started
+    engine.dispose()
+    return len(items) / seconds
+
+
+def append_rate(url: str, items: list[dict[str, Any]], batch: int) -> float:
+    """SqlEventStore.append on NewEvents built before the clock starts."""
+    engine = make_engine(url)
+    store = SqlEventStore(engine)
+    new = [NewEvent(i["stream_id"], i["type"], i["payload"], event_id=uuid.UUID(i["event_id"]),
+                    metadata=EventMetadata(**i["metadata"])) for i in items]
+    started = time.perf_counter()
+    for start in range(0, len(new), batch):
+        store.append(new[start:start + batch])
+    seconds = time.perf_counter() - started
+    engine.dispose()
+    return len(items) / seconds
+
+
+def http_only(args: argparse.Namespace, workers: int) -> float:
+    with fresh_database(args.postgres) as url:
+        engine = make_engine(url)
+        key = create_key(engine, ["events:write"], "bench")
+        engine.dispose()
+        port = free_port()
+        with process(api_command(port, workers), {**os.environ, "HCP_DATABASE_URL": url}):
+            wait_healthy(f"http://127.0.0.1:{port}")
+            payloads = bodies(make_items(args.events, args.streams), args.batch)
+            rate = args.events / post_all(f"http://127.0.0.1:{port}", key, payloads, args.clients)
+    print(f"            HTTP with {workers} API process(es): {rate:,.0f} events/s", flush=True)
+    return rate
+
+
+def checkpoint_reader(engine: Any, topic: str) -> Any:
+    checkpoints, name = Checkpoints(engine), checkpoint_name(topic)
+    return lambda: checkpoints.load(name)
 
 
 def api_command(port: int, workers: int) -> list[str]:
@@ -96,126 +223,65 @@ def api_command(port: int, workers: int) -> list[str]:
             "--no-access-log"]
 
 
-@contextmanager
-def process(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+def wait_for_idle(max_wait: float, want: float = 0.75) -> float:
+    """Sample /proc/stat each second until the CPUs are ``want`` idle or ``max_wait`` passes."""
+    deadline, idle = time.monotonic() + max_wait, 0.0
+    while True:
+        before = _cpu_times()
+        time.sleep(1.0)
+        after = _cpu_times()
+        idle = (after[0] - before[0]) / max(1, after[1] - before[1])
+        if idle >= want or time.monotonic() > deadline:
+            return idle
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _cpu_times() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return fields[3] + fields[4], sum(fields)
 
 
-def wait_healthy(base: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("the API did not come up")
+def report(args: argparse.Namespace, results: Results) -> None:
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(f"\n{args.events:,} events, batches of {args.batch} ({args.append_batch} for the store), "
+          f"{args.clients} clients, relay producer {args.producer}, {args.repeats} repeats")
+    if args.only == "http":
+        for workers in args.api_workers:
+            ratios = [a / b for a, b in zip(results[f"http_{workers}"], results["ingest"], strict=True)]
+            print(f"HTTP, {workers} API process(es): {med[f'http_{workers}']:,.0f} events/s, "
+                  f"in-process ingest() {med['ingest']:,.0f}, ratio {statistics.median(ratios):.2f}")
+        return
+    print(f"{'path':<38} {'ours':>10} {'peer':>10} {'ratio':>7}  goal")
+    for label, ours, peer, unit, goal in ROWS:
+        ratios = [a / b for a, b in zip(results[ours], results[peer], strict=True)]
+        print(f"{label:<38} {med[ours]:>10,.0f} {med[peer]:>10,.0f} {statistics.median(ratios):>7.3f}"
+              f"  {goal} ({unit})")
+    print(f"single-event POST p99 at {args.rate:.0f}/s: {med['post_p99_ms']:.1f} ms (goal < 15 ms)")
+    print(f"commit -> Kafka-visible p99 at 80% of end to end: {med['visible_p99_ms']:.0f} ms "
+          "(goal < 250 ms)")
 
 
-def make_batches(events: int, batch: int, streams: int) -> list[bytes]:
-    """Request bodies, built before the clock starts: ~300-byte realistic turns."""
-    names = [f"session-{uuid.uuid4().hex[:12]}" for _ in range(streams)]
-    text_ = "please refactor this function so that it streams rows instead of loading them " * 2
-    items = [{"stream_id": names[i % streams], "type": "turn.user", "event_id": str(uuid.uuid4()),
-              "payload": {"text": text_, "n": i},
-              "metadata": {"actor": f"user-{i % 97}", "specialist": "coding"}}
-             for i in range(events)]
-    return [json.dumps({"events": items[i:i + batch]}).encode() for i in range(0, events, batch)]
-
-
-def post_all(base: str, key: str, bodies: list[bytes], clients: int, caught_up, total: int) -> float:  # type: ignore[no-untyped-def]
-    """Post every body from ``clients`` threads; time until the relay has published all."""
-    queue = list(reversed(bodies))
-    lock, errors = threading.Lock(), []
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-
-    def client() -> None:
-        with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    body = queue.pop()
-                response = http.post("/v1/events", content=body)
-                if response.status_code != 201:
-                    errors.append(response.text)
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise SystemExit(f"{len(errors)} batches failed, first: {errors[0][:300]}")
-    posted = time.perf_counter() - started
-    while not caught_up(total):
-        time.sleep(0.01)
-    seconds = time.perf_counter() - started
-    print(f"            (all POSTs answered after {posted:.2f} s, relay caught up "
-          f"{seconds - posted:.2f} s later)")
-    return seconds
-
-
-def copy_ceiling(url: str) -> float:
-    """Rows/s of COPYing the log's own rows into a bare table (same columns, nothing else)."""
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(dsn) as conn:
-        select = COLUMNS.replace("payload,", "payload::text,")  # as JSON text, like a client sends
-        rows = conn.execute(f"SELECT {select} FROM events ORDER BY position").fetchall()
-        conn.execute("CREATE TABLE bench_bare (LIKE events)")
-        conn.commit()
-        started = time.perf_counter()
-        with conn.cursor() as cur, cur.copy(f"COPY bench_bare ({COLUMNS}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        conn.commit()
-        seconds = time.perf_counter() - started
-    return len(rows) / seconds
-
-
-def latency(base: str, key: str, rate: float, seconds: float) -> tuple[float, float, int]:
-    """Open loop: one POST every 1/rate s (not waiting for slow answers to send the next)."""
-    headers = {"Authorization": f"Bearer {key}"}
-    samples: list[float] = []
-    count = int(rate * seconds)
-
-    def one(http: httpx.Client, i: int) -> None:
-        body = {"events": [{"stream_id": f"latency-{i % 20}", "type": "turn.user",
-                            "payload": {"text": f"turn {i}"}}]}
-        started = time.perf_counter()
-        response = http.post("/v1/events", json=body)
-        samples.append(time.perf_counter() - started)
-        assert response.status_code == 201, response.text
-
-    with httpx.Client(base_url=base, headers=headers, timeout=30,
-                      limits=httpx.Limits(max_connections=64)) as http:
-        start = time.perf_counter()
-        threads = []
-        for i in range(count):
-            time.sleep(max(0.0, start + i / rate - time.perf_counter()))
-            t = threading.Thread(target=one, args=(http, i))
-            t.start()
-            threads.append(t)
-        for t in threads:
-            t.join()
-    quantiles = statistics.quantiles(samples, n=100)
-    return statistics.median(samples), quantiles[98], len(samples)
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--postgres", default=os.environ.get(
+        "HCP_TEST_POSTGRES_URL", "postgresql+psycopg://hcp:hcp@127.0.0.1:5432/hcp_test"),
+        help="an admin URL; the benchmark creates and drops its own databases")
+    parser.add_argument("--kafka", default=os.environ.get("HCP_TEST_KAFKA_BOOTSTRAP", "127.0.0.1:9092"))
+    parser.add_argument("--events", type=int, default=30_000)
+    parser.add_argument("--batch", type=int, default=200, help="events per POST")
+    parser.add_argument("--append-batch", type=int, default=100, help="events per store append")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent posting threads")
+    parser.add_argument("--streams", type=int, default=500)
+    parser.add_argument("--api-workers", default="1", type=lambda s: [int(x) for x in s.split(",")],
+                        help="uvicorn worker processes; a list with --only http")
+    parser.add_argument("--producer", default="confluent-kafka", choices=("confluent-kafka", "kafka-python"))
+    parser.add_argument("--rate", type=float, default=200.0, help="single-event POSTs per second")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each latency phase")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--idle-wait", type=float, default=120.0,
+                        help="most seconds to wait for an idle machine before each repeat")
+    parser.add_argument("--only", choices=("http",), help="only the HTTP rows (API scaling)")
+    return parser.parse_args()
 
 
 if __name__ == "__main__":

@@ -28,3 +28,26 @@ def fresh_database(admin_url: str) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+
+
+@contextmanager
+def named_database(admin_url: str, name: str, keep: bool) -> Iterator[tuple[str, bool]]:
+    """``name``, created and migrated to head if missing; yields (URL, existed before).
+
+    With ``keep`` it is left for the next run (a benchmark whose data takes minutes to
+    build reuses it: ``--reuse``); without, it is dropped afterwards.
+    """
+    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        existed = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first()
+        if existed is None:
+            conn.execute(text(f"CREATE DATABASE {name}"))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        migrate.upgrade(url)
+        yield url, existed is not None
+    finally:
+        if not keep:
+            with admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()

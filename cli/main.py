@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from cli import contract, db, demo, evaluator, keys, log, registry, trainer
+from cli import contract, db, demo, evaluator, keys, lineage, log, registry, trainer
 from hcp.migrate import SchemaNotAtHead
 
 app = typer.Typer(help="HCP contract and versioning server", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
-for group in (log, contract, evaluator, trainer, registry, demo):
+for group in (log, contract, evaluator, trainer, registry, lineage, demo):
     group.register(app)
 
 

@@ -6,7 +6,8 @@ import typer
 
 from cli.common import stop_on_signals
 from events.checkpoints import Checkpoints
-from events.kafka_io import KafkaPublisher, ensure_topics, make_producer
+from events.kafka_io import ensure_topics
+from events.kafka_producers import make_publisher
 from events.relay import Progress, RelayLoop
 from events.relay_lock import RelayLock
 from hcp.bootstrap import bootstrap
@@ -33,7 +34,7 @@ def relay(
         container.close()
         return
     ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
-    publisher = KafkaPublisher(make_producer(settings.kafka_bootstrap))
+    publisher = make_publisher(settings.kafka_producer, settings.kafka_bootstrap)
     loop = RelayLoop(feeds, publisher, Checkpoints(container.engine), page_size=page_size)
     try:
         if once:

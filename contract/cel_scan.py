@@ -76,6 +76,7 @@ class Scan:
     identifiers: dict[str, int] = field(default_factory=dict)  # free name -> first offset
     max_depth: int = 0
     max_macro_depth: int = 0
+    loops: int = 0  # comprehension sites, each calling the meter once per iteration
     rewritten: str = ""
 
 
@@ -117,6 +118,7 @@ def scan(source: str, *, max_depth: int, max_macro_depth: int, namespaces: froze
         elif tok.text in ")]}" and stack:
             stack.pop()
     result.rewritten = _apply(source, insertions)
+    result.loops = sites
     return result
 
 

@@ -29,7 +29,8 @@ from typing import Any
 
 import cel
 
-from contract import cel_functions, cel_scan
+from contract import cel_binding, cel_functions, cel_scan
+from contract.cel_binding import MeterStop, value_units
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class CompiledExpression:
     source: str
     program: cel.Program  # compiled from the metered rewrite, not from `source`
     variables: frozenset[str]  # free input variables the expression reads
+    functions: frozenset[str] = frozenset()  # extension functions it calls (metered)
+    metered_loops: bool = False  # it has comprehensions, so it calls the loop meter
 
 
 _CEL_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*([^\n]*)")
@@ -95,7 +98,9 @@ def compile_expression(
         raise ExpressionError(exc.message, *cel_scan.line_column(source, exc.offset)) from None
     _compile_cel(source)  # syntax errors, positioned in the author's text
     variables = _check_names(source, scanned, frozenset(known_variables))
-    return CompiledExpression(source, _compile_cel(scanned.rewritten), variables)
+    functions = frozenset(c.name for c in scanned.calls) & cel_functions.EXTENSION_FUNCTIONS.keys()
+    return CompiledExpression(source, _compile_cel(scanned.rewritten), variables,
+                              frozenset(functions), scanned.loops > 0)
 
 
 def _compile_cel(text: str) -> cel.Program:
@@ -129,15 +134,11 @@ _LITERAL_NAMES = frozenset(
 )
 
 
-class _Stop(Exception):
-    """Raised inside a callback to abandon the evaluation; never leaves this module."""
-
-
 class _QuietStops(logging.Filter):
     # The binding logs a warning whenever a Python callback raises. Deliberate stops are
     # reported as EvaluationError values, so a line per stopped evaluation is only noise.
     def filter(self, record: logging.LogRecord) -> bool:
-        return _Stop.__name__ not in record.getMessage()
+        return MeterStop.__name__ not in record.getMessage()
 
 
 logging.getLogger("cel").addFilter(_QuietStops())
@@ -146,16 +147,18 @@ logging.getLogger("cel").addFilter(_QuietStops())
 class _Budget:
     """Fuel and deadline for one expression evaluation; every callback charges here."""
 
+    __slots__ = ("limit", "used", "deadline", "stopped", "sites")
+
     def __init__(self, limits: Limits) -> None:
         self.limit = limits.fuel
         self.used = 0
         self.deadline = time.monotonic() + limits.deadline_s
         self.stopped: EvaluationError | None = None
-        self.sites: dict[int, int] = {}
+        self.sites: dict[int, int] | None = None  # made on the first map/filter step
 
     def charge(self, units: int) -> None:
         if self.stopped is not None:
-            raise _Stop()
+            raise MeterStop()
         self.used += units
         if self.used > self.limit:
             self._stop("budget", f"evaluation budget of {self.limit} units exceeded")
@@ -164,7 +167,7 @@ class _Budget:
 
     def _stop(self, kind: str, message: str) -> None:
         self.stopped = EvaluationError("", message, kind)
-        raise _Stop()
+        raise MeterStop()
 
     def units(self, value: Any) -> int:
         return value_units(value, cap=self.limit - self.used + 1)
@@ -176,29 +179,12 @@ class _Budget:
         # Steps of one map/filter site are charged 1 + n/64, a quadratic total, because
         # each step copies the accumulator. Counts persist across re-entries of a nested
         # site, which overcharges inner loops; a deliberate bias towards refusing.
+        if self.sites is None:
+            self.sites = {}
         count = self.sites.get(site, 0)
         self.sites[site] = count + 1
         self.charge(1 + count // 64)
         return True
-
-
-def value_units(value: Any, cap: int = 1 << 62) -> int:
-    """Size of a value as the evaluator pays for it: one per node, plus one per 64 chars.
-
-    Iterative and capped, so measuring a hostile value costs no more than the budget left.
-    """
-    total, stack = 0, [value]
-    while stack and total <= cap:
-        item = stack.pop()
-        total += 1
-        if isinstance(item, str | bytes):
-            total += len(item) // 64
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-            total += len(item)
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return total
 
 
 def evaluate(
@@ -206,39 +192,25 @@ def evaluate(
     variables: Mapping[str, Any],
     limits: Limits = DEFAULT_LIMITS,
 ) -> Any | EvaluationError:
-    """Run one expression against the input variables; errors come back as values."""
+    """Run one expression against the input variables; errors come back as values.
+
+    Variables are converted into CEL once per mapping and thread (see `cel_binding`), so
+    evaluating every expression of a contract against one subject's input converts each
+    variable once; treat the mapping's values as immutable meanwhile.
+    """
     budget = _Budget(limits)
-    context = _context(compiled, variables, budget)
+    binding = cel_binding.binding()
     try:
-        return compiled.program.execute(context)
+        value = compiled.program.execute(binding.context_for(compiled, variables, budget))
     except Exception as exc:  # every failure inside the evaluator becomes a recorded error
         if budget.stopped is not None:
             return budget.stopped
         return EvaluationError("", _describe(exc), _kind(exc))
-
-
-def _context(compiled: CompiledExpression, variables: Mapping[str, Any], budget: _Budget) -> Any:
-    context = cel.Context()
-    for name, fn in cel_functions.metered_functions(budget).items():
-        context.add_function(name, fn)
-    context.add_function(cel_scan.TICK_FUNCTION, budget.tick)
-    costs: dict[str, int] = {}
-
-    def resolve(name: str) -> Any:
-        # Called on every read, even inside loops: charging here bounds nested re-reads.
-        value = variables.get(name)
-        if value is not None:
-            if name not in costs:
-                costs[name] = value_units(value, cap=budget.limit)
-            budget.charge(costs[name])
-        return value
-
-    for name in compiled.variables:
-        if variables.get(name) is None:
-            # A resolver answering None means "not mine"; null has to be a real variable.
-            context.add_variable(name, None)
-    context.set_variable_resolver(resolve)
-    return context
+    finally:
+        binding.budget = None
+    # A read past the budget cannot abort (the binding ignores resolver errors); it
+    # returned a stand-in instead, so the value computed from it must not count.
+    return budget.stopped if budget.stopped is not None else value
 
 
 def _kind(exc: Exception) -> str:

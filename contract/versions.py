@@ -20,6 +20,7 @@ from contract.document import ContractDocument, content_hash, parse_contract
 from contract.tables import contract_versions as cv
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.store import EventStore
+from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import Conflict, NotFound
 
@@ -153,6 +154,15 @@ class ContractVersions:
         """Every published (not retired) version: each one scores every new subject."""
         return self.versions(status=PUBLISHED)
 
+    def active_at(self, at: datetime) -> list[ContractVersion]:
+        """The versions that were published and not yet retired at ``at``, by name and version."""
+        moment = utc(at)  # stored as UTC wall time (SQLite keeps no offset)
+        query = (select(cv).where(cv.c.published_at.is_not(None), cv.c.published_at <= moment,
+                                  cv.c.retired_at.is_(None) | (cv.c.retired_at > moment))
+                 .order_by(cv.c.name, cv.c.version))
+        with self.engine.connect() as conn:
+            return [_entity(r) for r in conn.execute(query)]
+
     def latest_published(self, name: str) -> ContractVersion:
         published = [v for v in self.versions(name) if v.status == PUBLISHED]
         if not published:
@@ -169,15 +179,16 @@ class ContractVersions:
                 latest[row.name] = _entity(row)  # ordered by version: the last one stays
         return [latest[name] for name in sorted(latest)]
 
-    def content_hashes(self, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
-        """The content hash of each (name, version) that exists."""
+    def content_hashes(self, refs: Iterable[tuple[str, int]],
+                       conn: Connection | None = None) -> dict[tuple[str, int], str]:
+        """The content hash of each (name, version) that exists (``conn``: one to share)."""
         wanted = set(refs)
         if not wanted:
             return {}
         names = {name for name, _ in wanted}
         query = select(cv.c.name, cv.c.version, cv.c.content_hash).where(cv.c.name.in_(names))
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+        with reading(self.engine, conn) as c:
+            rows = c.execute(query).all()
         return {(r.name, r.version): r.content_hash for r in rows if (r.name, r.version) in wanted}
 
     def history(self, name: str) -> list[RecordedEvent]:

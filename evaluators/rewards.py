@@ -172,6 +172,32 @@ class RewardStore:
                 found += [from_row(row._mapping) for row in c.execute(query)]
         return sorted(found, key=lambda r: r.position or 0)
 
+    # --- what lineage reads: the rewards an event or some sessions led to --------------
+
+    def containing_event(self, stream_id: str, position: int, event_id: uuid.UUID | str,
+                         conn: Connection | None = None) -> list[RewardRecord]:
+        """Every reward whose subject holds the event (a subject is a run of one stream,
+        so its window ``first_position..last_position`` is checked first, on the index)."""
+        query = (select(rr).where(rr.c.stream_id == stream_id, rr.c.first_position <= position,
+                                  rr.c.last_position >= position).order_by(rr.c.position))
+        with reading(self.engine, conn) as c:
+            found = [from_row(row._mapping) for row in c.execute(query)]
+        return [r for r in found if str(event_id) in r.event_ids]
+
+    def of_streams(self, stream_ids: Sequence[str], after: int = 0, limit: int = 100,
+                   conn: Connection | None = None) -> tuple[int, list[RewardRecord]]:
+        """How many rewards these sessions have, and a page of them in position order."""
+        total, page = 0, []
+        with reading(self.engine, conn) as c:
+            for start in range(0, len(stream_ids), _ID_CHUNK):
+                chunk = list(stream_ids[start:start + _ID_CHUNK])
+                total += int(c.execute(select(func.count()).select_from(rr)
+                                          .where(rr.c.stream_id.in_(chunk))).scalar() or 0)
+                query = (select(rr).where(rr.c.stream_id.in_(chunk), rr.c.position > after)
+                         .order_by(rr.c.position).limit(limit))
+                page += [from_row(row._mapping) for row in c.execute(query)]
+        return total, sorted(page, key=lambda r: r.position or 0)[:limit]
+
     def count(self, contract_name: str, contract_version: int) -> int:
         statement = select(func.count()).select_from(rr).where(
             rr.c.contract_name == contract_name, rr.c.contract_version == contract_version)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +12,7 @@ from events.catalogue import PayloadInvalid, validate_client_event
 from events.model import EventMetadata, NewEvent
 from events.store import Appended, EventStore
 from kernel.canonical import canonical_json
+from kernel.json_input import JsonLimits, JsonRejected, check_json_value
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class BatchRejected(ValueError):
 class IngestLimits:
     max_batch_events: int
     max_payload_bytes: int
+    payload: JsonLimits = field(default_factory=JsonLimits)  # depth, keys, string length
 
 
 def ingest(store: EventStore, items: Sequence[ClientEvent], limits: IngestLimits) -> list[Appended]:
@@ -58,6 +60,12 @@ def ingest(store: EventStore, items: Sequence[ClientEvent], limits: IngestLimits
 
 
 def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits) -> NewEvent:
+    # First, before anything walks the payload recursively: it must be storable as sent
+    # (finite numbers, no lone surrogates or NUL, no duplicate keys) and within limits.
+    try:
+        check_json_value(item.payload, limits.payload, f"events[{index}].payload")
+    except JsonRejected as exc:
+        raise BatchRejected(exc.field, exc.message) from None
     try:
         version = validate_client_event(item.type, item.schema_version, item.payload)
     except PayloadInvalid as exc:

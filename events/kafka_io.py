@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -132,11 +132,18 @@ class PublishFailed(RuntimeError):
 
 
 class KafkaPublisher:
-    """Publishes a page of outbox messages and returns only once all are acknowledged."""
+    """Publishes a page of outbox messages and returns only once all are acknowledged.
 
-    def __init__(self, producer: KafkaProducer, timeout_s: float = 60.0) -> None:
+    With ``factory``, a failed page also replaces the producer: kafka-python's idempotent
+    producer treats some broker errors (e.g. a message too large) as fatal and refuses
+    every later send, so retrying the page on the same producer would fail forever.
+    """
+
+    def __init__(self, producer: KafkaProducer, timeout_s: float = 60.0,
+                 factory: Callable[[], KafkaProducer] | None = None) -> None:
         self.producer = producer
         self.timeout_s = timeout_s
+        self.factory = factory
 
     def publish(self, topic: str, messages: Sequence[Any]) -> None:
         try:
@@ -148,7 +155,19 @@ class KafkaPublisher:
             for future in futures:
                 future.get(timeout=self.timeout_s)  # raises the send's error, if any
         except KafkaError as exc:
+            self._renew()
             raise PublishFailed(f"publishing to {topic} failed: {exc!r}") from exc
+
+    def _renew(self) -> None:
+        if self.factory is None:
+            return
+        try:
+            fresh = self.factory()
+        except KafkaError:  # e.g. no broker reachable now: the relay's next retry tries again
+            log.warning("could not replace the failed Kafka producer", exc_info=True)
+            return
+        self.producer.close(timeout=0)
+        self.producer = fresh
 
     def close(self) -> None:
         self.producer.close(timeout=self.timeout_s)

@@ -72,5 +72,11 @@ class InMemoryEventStore(EventStore):
                     if e.type in types and after < e.position <= upto]
         return (matching[::-1] if newest_first else matching)[:limit]
 
+    def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+        return [upcast_event(e) for e in self.events[after:] if e.type in types][:limit]
+
+    def streams_of_tenant(self, tenant: str) -> list[str]:
+        return sorted({e.stream_id for e in self.events if e.metadata.tenant == tenant})
+
     def head(self) -> int:
         return len(self.events)

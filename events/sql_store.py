@@ -104,6 +104,19 @@ class SqlEventStore(EventStore):
             events = [event_from_row(r._mapping) for r in conn.execute(query)]
         return events if raw else [upcast_event(e) for e in events]
 
+    def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+        e = events_table.c
+        query = (select(events_table).where(e.type.in_(list(types)), e.position > after)
+                 .order_by(e.position).limit(limit))
+        with self.engine.connect() as conn:
+            return [upcast_event(event_from_row(r._mapping)) for r in conn.execute(query)]
+
+    def streams_of_tenant(self, tenant: str) -> list[str]:
+        query = (select(events_table.c.stream_id).where(events_table.c.tenant == tenant)
+                 .distinct().order_by(events_table.c.stream_id))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
     def head(self) -> int:
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.max(events_table.c.position))).scalar() or 0)

@@ -83,6 +83,14 @@ class EventStore(ABC):
         """Events of ``types`` with ``after < position <= upto``, oldest (or newest) first."""
 
     @abstractmethod
+    def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+        """Events of ``types`` with position > ``after``, in position order, upcast."""
+
+    @abstractmethod
+    def streams_of_tenant(self, tenant: str) -> list[str]:
+        """The ids of the streams that hold an event of ``tenant``, sorted."""
+
+    @abstractmethod
     def head(self) -> int:
         """The last committed position (0 for an empty log)."""
 

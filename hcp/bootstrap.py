@@ -15,7 +15,11 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from access.keys import ApiKeys
+from audit.asof import AsOf
+from audit.downstream import Downstream
+from audit.exports.openlineage import OpenLineageEvents
 from audit.lineage import Lineage
+from audit.upstream import Upstream
 from contract.versions import ContractVersions
 from evaluators.dryrun import DryRuns
 from evaluators.evaluator import Evaluator
@@ -23,17 +27,21 @@ from evaluators.outbox import rewards_table_feed
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
 from evaluators.stats import RewardStats
+from events.checkpoints import Checkpoints
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
 from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
 from events.store import EventStore
+from hcp.health import DependencyProbes
 from hcp.migrate import require_schema_at_head
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
 from trainer.datasets.manifests import Manifests
+from trainer.datasets.members import ManifestIndex
 from trainer.gate.heldout import Gate
 from trainer.registry.aliases import Aliases
+from trainer.registry.ancestry import Ancestry
 from trainer.registry.artifacts import ArtifactStore, LocalArtifactStore
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
@@ -44,6 +52,7 @@ from trainer.runs.registration import Registration
 from trainer.runs.runner import RunnerConfig, RunnerDeps, run_training
 from trainer.runs.store import Runs
 from trainer.triggers.firing import Triggers
+from trainer.triggers.log import FiringLog
 from trainer.triggers.sources import Policies
 
 DEFAULT_GROUP = "evaluator"
@@ -68,6 +77,12 @@ class Container:
     @cached_property
     def keys(self) -> ApiKeys:
         return ApiKeys(self.engine)
+
+    @cached_property
+    def health(self) -> DependencyProbes:
+        settings = self.settings
+        return DependencyProbes(self.engine, settings.kafka_bootstrap, settings.redis_url,
+                                settings.health_timeout_s)
 
     # --- evaluators --------------------------------------------------------------------
 
@@ -136,6 +151,40 @@ class Container:
     @cached_property
     def lineage(self) -> Lineage:
         return Lineage(self.registry, self.manifests, self.artifacts)
+
+    # --- lineage queries ---------------------------------------------------------------
+
+    @cached_property
+    def ancestry(self) -> Ancestry:
+        return Ancestry(self.engine)
+
+    @cached_property
+    def manifest_index(self) -> ManifestIndex:
+        return ManifestIndex(self.engine)
+
+    @cached_property
+    def upstream(self) -> Upstream:
+        return Upstream(self.engine, self.ancestry, self.registry, self.manifest_index, self.manifests,
+                        self.runs, FiringLog(self.engine), self.rewards, self.store)
+
+    @cached_property
+    def downstream(self) -> Downstream:
+        return Downstream(self.engine, self.store, self.rewards, self.contracts, self.manifest_index,
+                          self.ancestry, self.aliases)
+
+    @cached_property
+    def as_of(self) -> AsOf:
+        return AsOf(self.aliases, self.contracts)
+
+    @cached_property
+    def openlineage(self) -> OpenLineageEvents:
+        return OpenLineageEvents(self.store, self.runs, self.registry, self.manifest_index,
+                                 self.rewards, self.contracts, self.settings.openlineage_namespace)
+
+    @cached_property
+    def checkpoints(self) -> Checkpoints:
+        """Named log positions of followers (the OpenLineage export resumes from one)."""
+        return Checkpoints(self.engine)
 
     # --- training ----------------------------------------------------------------------
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kernel.json_input import JsonLimits
 
 DEFAULT_DATA_DIR = Path("hcp-data")
 
@@ -25,6 +28,9 @@ class Settings(BaseSettings):
         "", description="Kafka bootstrap servers; empty means the database log replaces Kafka"
     )
     topic_prefix: str = Field("hcp", description="Topics are <prefix>.events and <prefix>.rewards")
+    kafka_producer: Literal["confluent-kafka", "kafka-python"] = Field(
+        "confluent-kafka", description="The relay's Kafka client: librdkafka, or pure-Python kafka-python"
+    )
     redis_url: str = Field(
         "", description="Celery broker URL; empty means training tasks run in-process"
     )
@@ -33,6 +39,21 @@ class Settings(BaseSettings):
     )
     max_batch_events: int = Field(500, description="Most events one POST /v1/events may carry")
     max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
+    max_body_bytes: int = Field(
+        16_777_216, ge=1, description="Largest request body; larger ones get 413 unread")
+    max_json_depth: int = Field(64, ge=1, description="Deepest nesting of an event payload")
+    max_json_object_keys: int = Field(1000, ge=1, description="Most keys in one payload object")
+    max_json_string_chars: int = Field(
+        131_072, ge=1, description="Longest string (or key) in a payload, in characters")
+    auth_failure_burst: int = Field(
+        20, ge=1, description="Failed authentications a client address (or key id) may make "
+        "before 429; per API process")
+    auth_failure_per_second: float = Field(
+        1.0, gt=0, description="How fast that allowance refills, failures per second")
+    health_timeout_s: float = Field(
+        1.5, gt=0, description="How long /healthz waits for each dependency")
+    unavailable_retry_after_s: int = Field(
+        5, ge=1, description="Retry-After of a 503 when the database is unreachable")
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
     console_secret: str = Field(
@@ -40,6 +61,13 @@ class Settings(BaseSettings):
         "process (sessions end when it restarts; set it when several processes serve)")
     console_session_minutes: int = Field(
         30, ge=1, le=720, description="How long a console sign-in lasts")
+    openlineage_namespace: str = Field(
+        "hcp", description="OpenLineage namespace of the exported jobs and datasets")
+    openlineage_transport: dict[str, Any] = Field(
+        default_factory=dict,
+        description='openlineage-python transport config as JSON, e.g. {"type": "file", '
+                    '"log_file_path": "ol.jsonl", "append": true}, {"type": "http", "url": …} or '
+                    '{"type": "kafka", "topic": …, "config": {"bootstrap.servers": …}}')
 
     @model_validator(mode="after")
     def _refuse_embedded_in_production(self) -> Settings:
@@ -53,6 +81,10 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'hcp.sqlite3').resolve()}"
+
+    @property
+    def json_limits(self) -> JsonLimits:
+        return JsonLimits(self.max_json_depth, self.max_json_object_keys, self.max_json_string_chars)
 
     @property
     def embedded(self) -> bool:

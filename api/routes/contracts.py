@@ -2,52 +2,56 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, HTTPException, Query
 
 from api.deps import ContractsDep, ContractsRead, ContractsWrite
+from api.jsonbody import StrictJsonRoute
+from api.params import VersionPath
+from api.responses import BODY, SECURED, errors
+from api.schemas.common import INT32_MAX
+from api.schemas.contracts import (
+    ContractDiffOut,
+    ContractStatus,
+    ContractVersionOut,
+    ContractVersionSummaryOut,
+    DocumentIn,
+    DraftIn,
+    HistoryEntryOut,
+    JsonSchemaOut,
+    RetireIn,
+    ValidOut,
+)
 from contract.diff import diff_contracts
 from contract.document import contract_json_schema, parse_contract
 
-router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
+router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=StrictJsonRoute,
+                   responses=SECURED)
 
 
-class DraftIn(BaseModel):
-    document: str | None = Field(None, description="The TOML document; omit to copy the parent")
-    parent_version: int | None = Field(None, ge=1, description="The version this draft edits")
-
-
-class DocumentIn(BaseModel):
-    document: str
-
-
-class RetireIn(BaseModel):
-    reason: str = ""
-
-
-@router.get("")
+@router.get("", response_model=list[ContractVersionSummaryOut])
 def list_versions(contracts: ContractsDep, _: ContractsRead, name: str | None = None,
-                  status: str | None = None) -> list[dict[str, Any]]:
+                  status: ContractStatus | None = None) -> list[dict[str, Any]]:
     """Every contract version (without documents), oldest first."""
     return [v.summary() for v in contracts.versions(name, status)]
 
 
-@router.get("/schema")
+@router.get("/schema", response_model=JsonSchemaOut)
 def document_schema(_: ContractsRead) -> dict[str, Any]:
     """The JSON Schema of a contract document."""
     return contract_json_schema()
 
 
-@router.post("/validate")
+@router.post("/validate", response_model=ValidOut, responses=BODY)
 def validate(body: DocumentIn, _: ContractsRead) -> dict[str, Any]:
     """Compile a document without storing it; 422 lists every problem."""
     parse_contract(body.document)
     return {"valid": True}
 
 
-@router.post("/{name}/versions", status_code=201)
+@router.post("/{name}/versions", status_code=201, response_model=ContractVersionOut,
+             responses={**BODY, **errors(404, 409)})
 def create_draft(name: str, body: DraftIn, contracts: ContractsDep,
                  principal: ContractsWrite) -> dict[str, Any]:
     """Start a new draft, from a document or from a parent version."""
@@ -60,36 +64,39 @@ def create_draft(name: str, body: DraftIn, contracts: ContractsDep,
     return {**draft.summary(), "document": draft.document}
 
 
-@router.get("/{name}/versions/{version}")
-def get_version(name: str, version: int, contracts: ContractsDep,
+@router.get("/{name}/versions/{version}", response_model=ContractVersionOut, responses=errors(404))
+def get_version(name: str, version: VersionPath, contracts: ContractsDep,
                 _: ContractsRead) -> dict[str, Any]:
     """One version with its document."""
     found = contracts.get(name, version)
     return {**found.summary(), "document": found.document}
 
 
-@router.put("/{name}/versions/{version}")
-def edit_draft(name: str, version: int, body: DocumentIn, contracts: ContractsDep,
+@router.put("/{name}/versions/{version}", response_model=ContractVersionSummaryOut,
+            responses={**BODY, **errors(404, 409)})
+def edit_draft(name: str, version: VersionPath, body: DocumentIn, contracts: ContractsDep,
                principal: ContractsWrite) -> dict[str, Any]:
     """Replace a draft's document; a published version answers 409."""
     return contracts.edit_draft(name, version, body.document, principal.actor).summary()
 
 
-@router.post("/{name}/versions/{version}/publish")
-def publish(name: str, version: int, contracts: ContractsDep,
+@router.post("/{name}/versions/{version}/publish", response_model=ContractVersionSummaryOut,
+             responses=errors(404, 409))
+def publish(name: str, version: VersionPath, contracts: ContractsDep,
             principal: ContractsWrite) -> dict[str, Any]:
     """Freeze a draft and make it active; history is then re-scored under it."""
     return contracts.publish(name, version, principal.actor).summary()
 
 
-@router.post("/{name}/versions/{version}/retire")
-def retire(name: str, version: int, body: RetireIn, contracts: ContractsDep,
+@router.post("/{name}/versions/{version}/retire", response_model=ContractVersionSummaryOut,
+             responses={**BODY, **errors(404, 409)})
+def retire(name: str, version: VersionPath, body: RetireIn, contracts: ContractsDep,
            principal: ContractsWrite) -> dict[str, Any]:
     """Stop scoring new subjects under a published version; its rewards stay."""
     return contracts.retire(name, version, principal.actor, body.reason).summary()
 
 
-@router.get("/{name}/history")
+@router.get("/{name}/history", response_model=list[HistoryEntryOut])
 def history(name: str, contracts: ContractsDep, _: ContractsRead) -> list[dict[str, Any]]:
     """Every change to the contract: who, what, when (events of stream contract:<name>)."""
     return [
@@ -100,8 +107,10 @@ def history(name: str, contracts: ContractsDep, _: ContractsRead) -> list[dict[s
     ]
 
 
-@router.get("/{name}/diff")
-def diff(name: str, a: int, b: int, contracts: ContractsDep, _: ContractsRead) -> dict[str, Any]:
+@router.get("/{name}/diff", response_model=ContractDiffOut, responses=errors(404))
+def diff(name: str, a: Annotated[int, Query(ge=1, le=INT32_MAX)],
+         b: Annotated[int, Query(ge=1, le=INT32_MAX)], contracts: ContractsDep,
+         _: ContractsRead) -> dict[str, Any]:
     """A semantic diff of version ``a`` against version ``b``."""
     old, new = contracts.get(name, a), contracts.get(name, b)
     return diff_contracts(old.parsed(), new.parsed()).to_json()

@@ -5,31 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import ContractsDep, ContractsRead, ContractsWrite, DryRunsDep, ReevaluationsDep
-from evaluators.dryrun import MAX_SUBJECTS, Selection
+from api.jsonbody import StrictJsonRoute
+from api.params import VersionPath
+from api.responses import BODY, SECURED, errors
+from api.schemas.contracts import (
+    DryRunIn,
+    DryRunOut,
+    ReevaluateIn,
+    ReevaluationJobOut,
+    ReevaluationJobsOut,
+)
+from evaluators.dryrun import Selection
 
-router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
-
-
-class DryRunIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    baseline: int | None = Field(None, ge=1, description="Version to compare with; default: the "
-                                 "draft's parent if published, else the latest published")
-    last: int | None = Field(None, ge=1, le=MAX_SUBJECTS, description="The last N finished subjects")
-    from_position: int | None = Field(None, ge=1, description="First position of a range")
-    to_position: int | None = Field(None, ge=1, description="Last position of a range")
-    top: int = Field(10, ge=0, le=100, description="How many of the largest movers to list")
-
-
-class ReevaluateIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    from_position: int = Field(1, ge=1, description="First log position to re-score")
+router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=StrictJsonRoute,
+                   responses=SECURED)
 
 
-@router.post("/{name}/versions/{version}/dry-run")
-def dry_run(name: str, version: int, dry_runs: DryRunsDep, _: ContractsRead,
+@router.post("/{name}/versions/{version}/dry-run", response_model=DryRunOut,
+             responses={**BODY, **errors(404)})
+def dry_run(name: str, version: VersionPath, dry_runs: DryRunsDep, _: ContractsRead,
             body: DryRunIn | None = None) -> dict[str, Any]:
     """Score a version over history and compare it with a baseline; writes nothing."""
     body = body or DryRunIn()
@@ -41,18 +37,20 @@ def dry_run(name: str, version: int, dry_runs: DryRunsDep, _: ContractsRead,
     return dry_runs.run(name, version, selection, body.baseline, body.top).to_json()
 
 
-@router.get("/{name}/versions/{version}/reevaluation")
-def reevaluation(name: str, version: int, contracts: ContractsDep, reevaluations: ReevaluationsDep,
-                 _: ContractsRead) -> dict[str, Any]:
+@router.get("/{name}/versions/{version}/reevaluation", response_model=ReevaluationJobsOut,
+            responses=errors(404))
+def reevaluation(name: str, version: VersionPath, contracts: ContractsDep,
+                 reevaluations: ReevaluationsDep, _: ContractsRead) -> dict[str, Any]:
     """Re-evaluation jobs of a version with their progress (done_position / to_position)."""
     contracts.get(name, version)  # 404 for an unknown version
     jobs = reevaluations.jobs(name, version)
     return {"contract": {"name": name, "version": version}, "jobs": [j.to_json() for j in jobs]}
 
 
-@router.post("/{name}/versions/{version}/reevaluation", status_code=202)
-def start_reevaluation(name: str, version: int, reevaluations: ReevaluationsDep, _: ContractsWrite,
-                       body: ReevaluateIn | None = None) -> dict[str, Any]:
+@router.post("/{name}/versions/{version}/reevaluation", status_code=202,
+             response_model=ReevaluationJobOut, responses={**BODY, **errors(404, 409)})
+def start_reevaluation(name: str, version: VersionPath, reevaluations: ReevaluationsDep,
+                       _: ContractsWrite, body: ReevaluateIn | None = None) -> dict[str, Any]:
     """Start (or find) a re-scoring of history from a position; evaluator workers run it."""
     body = body or ReevaluateIn()
     return reevaluations.start(name, version, body.from_position).to_json()

@@ -1,20 +1,41 @@
-"""Routes of the event log: append batches, read by id, by stream, and the global feed."""
+"""Routes of the event log: append batches, read by id, by stream, and the global feed.
+
+Reads answer with ``SafeJSONResponse``: the log keeps forever whatever it took, so a
+payload stored before today's limits (nested hundreds deep, a NaN) must still encode.
+"""
 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from api.deps import EventsRead, EventsWrite, MetricsDep, SettingsDep, StoreDep
-from api.schemas import AppendedBatchOut, AppendedOut, EventBatchIn, EventPage
+from api.jsonbody import StrictJsonRoute
+from api.responses import BODY, SECURED, errors
+from api.schemas.common import INT64_MAX
+from api.schemas.events import AppendedBatchOut, AppendedOut, EventBatchIn, EventPage, RecordedEventOut
 from events.ingest import ClientEvent, IngestLimits, ingest
+from events.model import RecordedEvent
+from kernel.json_output import json_bytes
 
-router = APIRouter(prefix="/v1", tags=["events"])
+router = APIRouter(prefix="/v1", tags=["events"], route_class=StrictJsonRoute, responses=SECURED)
 
 
-@router.post("/events", status_code=201, response_model=AppendedBatchOut)
+class SafeJSONResponse(Response):
+    """JSON of any depth (``kernel.json_output``); FastAPI's encoder stops at ~250 levels."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return json_bytes(content)
+
+
+@router.post("/events", status_code=201, response_model=AppendedBatchOut,
+             responses={200: {"model": AppendedBatchOut,
+                              "description": "Every event of the batch was already stored"},
+                        **BODY, **errors(409, 413)})
 def append_events(
     batch: EventBatchIn, store: StoreDep, settings: SettingsDep, metrics: MetricsDep,
     response: Response,
@@ -27,8 +48,8 @@ def append_events(
                     **e.metadata.model_dump())
         for e in batch.events
     ]
-    appended = ingest(store, items,
-                      IngestLimits(settings.max_batch_events, settings.max_payload_bytes))
+    limits = IngestLimits(settings.max_batch_events, settings.max_payload_bytes, settings.json_limits)
+    appended = ingest(store, items, limits)
     if not any(a.created for a in appended):
         response.status_code = 200
     metrics.events_appended.inc(sum(a.created for a in appended))
@@ -39,37 +60,38 @@ def append_events(
     ])
 
 
-@router.get("/events/{event_id}")
-def get_event(event_id: uuid.UUID, store: StoreDep,
-              principal: EventsRead) -> dict:
+@router.get("/events/{event_id}", response_model=RecordedEventOut, response_class=SafeJSONResponse,
+            responses=errors(404))
+def get_event(event_id: uuid.UUID, store: StoreDep, principal: EventsRead) -> Response:
     """One event by id, payload upcast to the type's current schema version."""
     event = store.get(event_id)
     if event is None:
         raise HTTPException(404, f"no event {event_id}")
-    return event.to_json()
+    return SafeJSONResponse(event.to_json())
 
 
-@router.get("/streams/{stream_id}", response_model=EventPage)
+@router.get("/streams/{stream_id}", response_model=EventPage, response_class=SafeJSONResponse)
 def read_stream(
     stream_id: str, store: StoreDep, principal: EventsRead,
-    after_seq: Annotated[int, Query(ge=0)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=INT64_MAX)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
-) -> EventPage:
+) -> Response:
     """A stream's events in stream_seq order (``next_after`` is a stream_seq here)."""
     events = store.read_stream(stream_id, after_seq, limit)
-    return EventPage(events=[e.to_json() for e in events],
-                     next_after=events[-1].stream_seq if events else after_seq,
-                     head=store.head())
+    return _page(events, events[-1].stream_seq if events else after_seq, store.head())
 
 
-@router.get("/events", response_model=EventPage)
+@router.get("/events", response_model=EventPage, response_class=SafeJSONResponse)
 def read_feed(
     store: StoreDep, principal: EventsRead,
-    after: Annotated[int, Query(ge=0, description="Last position already seen")] = 0,
+    after: Annotated[int, Query(ge=0, le=INT64_MAX, description="Last position already seen")] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
-) -> EventPage:
+) -> Response:
     """The global feed in position order, one page at a time."""
     events = store.read_all(after, limit)
-    return EventPage(events=[e.to_json() for e in events],
-                     next_after=events[-1].position if events else after,
-                     head=store.head())
+    return _page(events, events[-1].position if events else after, store.head())
+
+
+def _page(events: list[RecordedEvent], next_after: int, head: int) -> SafeJSONResponse:
+    return SafeJSONResponse({"events": [e.to_json() for e in events], "next_after": next_after,
+                             "head": head})

@@ -6,97 +6,90 @@ and training API are mounted as one entry of ``api.routes.ROUTERS``.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
-from pydantic import BaseModel, Field
 
 from api.deps import AliasesDep, LineageDep, RegistryDep, RegistryRead, RegistryWrite, ResolverDep
+from api.jsonbody import StrictJsonRoute
+from api.responses import BODY, SECURED, errors
 from api.routes import training
+from api.schemas.common import UtcDatetime
+from api.schemas.registry import (
+    AdapterOut,
+    AliasMoveIn,
+    AliasMoveOut,
+    AliasPointerOut,
+    BaseModelIn,
+    BaseModelOut,
+    LineageOut,
+    PromoteIn,
+    ReasonIn,
+    ResolvedOut,
+    SpecialistAliasesOut,
+    SpecialistIn,
+    SpecialistOut,
+)
 from trainer.registry.model import PROMOTED, REJECTED
 
-router = APIRouter(prefix="/v1", tags=["registry"])
+router = APIRouter(prefix="/v1", tags=["registry"], route_class=StrictJsonRoute, responses=SECURED)
+Limit = Annotated[int, Query(ge=1, le=1000)]
 
 
-class BaseModelIn(BaseModel):
-    name: str = Field(min_length=1, max_length=100)
-    path: str = Field(description="A model directory on the server's disk")
-
-
-class SpecialistIn(BaseModel):
-    name: str = Field(min_length=1, max_length=100)
-    description: str = ""
-
-
-class AliasMoveIn(BaseModel):
-    adapter_id: str | None = Field(description="Target version; null unsets the alias")
-    reason: str = Field(min_length=1, description="Why: recorded in the alias.moved event")
-    expected_current: str | None = Field(
-        None, description="Refuse (409) unless the alias points here now; send null for 'unset'"
-    )
-
-
-class ReasonIn(BaseModel):
-    reason: str = Field(min_length=1)
-
-
-class PromoteIn(ReasonIn):
-    alias: str | None = Field("production", description="Alias to move to the version; null: none")
-
-
-@router.get("/base-models")
+@router.get("/base-models", response_model=list[BaseModelOut])
 def list_base_models(registry: RegistryDep, _: RegistryRead) -> list[dict[str, Any]]:
     """Every registered base model."""
     return [b.to_json() for b in registry.base_models()]
 
 
-@router.post("/base-models", status_code=201)
+@router.post("/base-models", status_code=201, response_model=BaseModelOut,
+             responses={**BODY, **errors(409)})
 def register_base_model(body: BaseModelIn, registry: RegistryDep,
                         principal: RegistryWrite) -> dict[str, Any]:
     """Register a local model directory by the sha256 of its weight files."""
-    registry = registry
     return registry.register_base_model(body.name, body.path, principal.actor).to_json()
 
 
-@router.get("/base-models/{name}")
+@router.get("/base-models/{name}", response_model=BaseModelOut, responses=errors(404))
 def get_base_model(name: str, registry: RegistryDep, _: RegistryRead) -> dict[str, Any]:
     """One base model: path, weight hash and config."""
     return registry.base_model(name).to_json()
 
 
-@router.get("/specialists")
+@router.get("/specialists", response_model=list[SpecialistAliasesOut])
 def list_specialists(registry: RegistryDep, aliases: AliasesDep, _: RegistryRead) -> list[dict[str, Any]]:
     """The Mixture-of-LoRA slots, with the adapters their aliases point to now."""
     return [{**s.to_json(), "aliases": {a: m.adapter_id for a, m in aliases.current(s.name).items()}}
             for s in registry.specialists()]
 
 
-@router.post("/specialists", status_code=201)
+@router.post("/specialists", status_code=201, response_model=SpecialistOut,
+             responses={**BODY, **errors(409)})
 def create_specialist(body: SpecialistIn, registry: RegistryDep,
                       principal: RegistryWrite) -> dict[str, Any]:
     """Add a specialist slot."""
-    registry = registry
     return registry.create_specialist(body.name, body.description, principal.actor).to_json()
 
 
-@router.get("/specialists/{name}/adapters")
+@router.get("/specialists/{name}/adapters", response_model=list[AdapterOut], responses=errors(404))
 def specialist_adapters(name: str, registry: RegistryDep, _: RegistryRead,
-                        limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+                        limit: Limit = 100) -> list[dict[str, Any]]:
     """The specialist's adapter versions, newest first."""
     registry.specialist(name)
     return [a.to_json() for a in registry.adapters(name, limit)]
 
 
-@router.get("/specialists/{name}/aliases")
+@router.get("/specialists/{name}/aliases", response_model=dict[str, AliasMoveOut],
+            responses=errors(404))
 def current_aliases(name: str, aliases: AliasesDep, _: RegistryRead) -> dict[str, Any]:
     """Every alias of the specialist and the move that set it."""
     return {a: m.to_json() for a, m in aliases.current(name).items()}
 
 
-@router.get("/specialists/{name}/aliases/{alias}")
+@router.get("/specialists/{name}/aliases/{alias}", response_model=AliasPointerOut,
+            responses=errors(404))
 def alias_at(name: str, alias: str, aliases: AliasesDep, _: RegistryRead,
-             at: datetime | None = None) -> dict[str, Any]:
+             at: UtcDatetime | None = None) -> dict[str, Any]:
     """Where the alias points now, or at time ``at`` (ISO 8601); 404 if it pointed nowhere."""
     move = aliases.at(name, alias, at)
     if move is None or move.adapter_id is None:
@@ -106,18 +99,19 @@ def alias_at(name: str, alias: str, aliases: AliasesDep, _: RegistryRead,
             "at": at.isoformat() if at else None, "move": move.to_json()}
 
 
-@router.get("/specialists/{name}/aliases/{alias}/history")
+@router.get("/specialists/{name}/aliases/{alias}/history", response_model=list[AliasMoveOut],
+            responses=errors(404))
 def alias_history(name: str, alias: str, aliases: AliasesDep, _: RegistryRead,
-                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+                  limit: Limit = 100) -> list[dict[str, Any]]:
     """The alias's moves, newest first: who, when, from what, to what, and why."""
     return [m.to_json() for m in aliases.history(name, alias, limit)]
 
 
-@router.put("/specialists/{name}/aliases/{alias}")
+@router.put("/specialists/{name}/aliases/{alias}", response_model=AliasMoveOut,
+            responses={**BODY, **errors(404, 409)})
 def move_alias(name: str, alias: str, body: AliasMoveIn, aliases: AliasesDep,
                principal: RegistryWrite) -> dict[str, Any]:
     """Point the alias at a version (an alias.moved event)."""
-    aliases = aliases
     if "expected_current" in body.model_fields_set:
         move = aliases.move(name, alias, body.adapter_id, principal.actor, body.reason,
                             body.expected_current)
@@ -126,34 +120,35 @@ def move_alias(name: str, alias: str, body: AliasMoveIn, aliases: AliasesDep,
     return move.to_json()
 
 
-@router.post("/specialists/{name}/aliases/{alias}/rollback")
+@router.post("/specialists/{name}/aliases/{alias}/rollback", response_model=AliasMoveOut,
+             responses={**BODY, **errors(404, 409)})
 def rollback_alias(name: str, alias: str, body: ReasonIn, aliases: AliasesDep,
                    principal: RegistryWrite) -> dict[str, Any]:
     """Move the alias back to the version its latest move replaced."""
     return aliases.rollback(name, alias, principal.actor, body.reason).to_json()
 
 
-@router.get("/specialists/{name}/resolve")
+@router.get("/specialists/{name}/resolve", response_model=ResolvedOut, responses=errors(404))
 def resolve(name: str, resolver: ResolverDep, _: RegistryRead,
             alias: str = "production") -> dict[str, Any]:
     """What a server loads for the alias: version, artifact location and sha256, base model."""
     return resolver.resolve(name, alias).to_json()
 
 
-@router.get("/adapters")
+@router.get("/adapters", response_model=list[AdapterOut])
 def list_adapters(registry: RegistryDep, _: RegistryRead, specialist: str | None = None,
-                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+                  limit: Limit = 100) -> list[dict[str, Any]]:
     """Adapter versions, by specialist, newest first."""
     return [a.to_json() for a in registry.adapters(specialist, limit)]
 
 
-@router.get("/adapters/{adapter_id}")
+@router.get("/adapters/{adapter_id}", response_model=AdapterOut, responses=errors(404))
 def get_adapter(adapter_id: str, registry: RegistryDep, _: RegistryRead) -> dict[str, Any]:
     """One adapter version with every lineage field, its metrics and effective status."""
     return registry.adapter(adapter_id).to_json()
 
 
-@router.get("/adapters/{adapter_id}/lineage")
+@router.get("/adapters/{adapter_id}/lineage", response_model=LineageOut, responses=errors(404))
 def lineage(adapter_id: str, chains: LineageDep, _: RegistryRead,
             deep: bool = False) -> dict[str, Any]:
     """The chain back to the root, each link re-verified (``deep``: rebuild data, hash base)."""
@@ -162,19 +157,19 @@ def lineage(adapter_id: str, chains: LineageDep, _: RegistryRead,
             "chain": chain}
 
 
-@router.post("/adapters/{adapter_id}/promote")
+@router.post("/adapters/{adapter_id}/promote", response_model=AdapterOut,
+             responses={**BODY, **errors(404, 409)})
 def promote(adapter_id: str, body: PromoteIn, registry: RegistryDep,
             principal: RegistryWrite) -> dict[str, Any]:
     """Promote a version by hand (whatever its gate said) and move ``alias`` to it."""
-    registry = registry
     return registry.set_status(adapter_id, PROMOTED, principal.actor, body.reason, body.alias).to_json()
 
 
-@router.post("/adapters/{adapter_id}/reject")
+@router.post("/adapters/{adapter_id}/reject", response_model=AdapterOut,
+             responses={**BODY, **errors(404, 409)})
 def reject(adapter_id: str, body: ReasonIn, registry: RegistryDep,
            principal: RegistryWrite) -> dict[str, Any]:
     """Mark a version rejected (aliases are not moved: roll them back explicitly)."""
-    registry = registry
     return registry.set_status(adapter_id, REJECTED, principal.actor, body.reason).to_json()
 
 

@@ -8,12 +8,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 
 from api.deps import ContractsDep, RewardsDep, RewardsRead
+from api.errors import invalid_field
+from api.jsonbody import StrictJsonRoute
+from api.responses import SECURED, errors
+from api.schemas.common import INT32_MAX, INT64_MAX
+from api.schemas.rewards import RewardOut, RewardPageOut
 from evaluators.refs import parse_contract_ref, reward_query
 
-router = APIRouter(prefix="/v1/rewards", tags=["rewards"])
+router = APIRouter(prefix="/v1/rewards", tags=["rewards"], route_class=StrictJsonRoute,
+                   responses=SECURED)
 
 
-@router.get("")
+@router.get("", response_model=RewardPageOut, responses=errors(404))
 def list_rewards(
     rewards: RewardsDep, contracts: ContractsDep, _: RewardsRead,
     contract: Annotated[str | None, Query(description="NAME, NAME@<version> or NAME@latest")] = None,
@@ -21,7 +27,7 @@ def list_rewards(
                                          description="A version number, or latest published")] = None,
     subject_id: str | None = None, stream_id: str | None = None, specialist: str | None = None,
     eligible: bool | None = None,
-    after: Annotated[int, Query(ge=0, description="Last reward position already seen")] = 0,
+    after: Annotated[int, Query(ge=0, le=INT64_MAX, description="Last reward position already seen")] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> dict[str, Any]:
     """Reward records in position order; ``version=latest`` means the latest published version."""
@@ -31,6 +37,8 @@ def list_rewards(
             name, at = parse_contract_ref(contract)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
+        _check_version("contract", at)
+    _check_version("version", version)
     if version is not None and at is not None and version != at:
         raise HTTPException(422, f"contract={contract} and version={version} disagree")
     if (version or at) and name is None:
@@ -44,7 +52,16 @@ def list_rewards(
             "next_after": found[-1].position if found else after, "head": rewards.head()}
 
 
-@router.get("/{reward_id}")
+def _check_version(field: str, text: str | None) -> None:
+    """A version number must be ASCII digits within the database's INTEGER range."""
+    if text is None or text == "latest":
+        return
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= INT32_MAX):
+        raise invalid_field(field, f"the version must be a number from 1 to {INT32_MAX} "
+                            "or 'latest'")
+
+
+@router.get("/{reward_id}", response_model=RewardOut, responses=errors(404))
 def get_reward(reward_id: uuid.UUID, rewards: RewardsDep, _: RewardsRead) -> dict[str, Any]:
     """One reward record by id."""
     found = rewards.get(reward_id)

@@ -26,7 +26,7 @@ def adapter_page(container: Container, adapter_id: str, depth: int = DEFAULT_DEP
         "adapter": adapter,
         "aliases_here": pointing,
         "run": _run(container, adapter.training_run_id),
-        "graph": graph(container, adapter, depth),
+        "graph": graph(container, adapter_id, depth),
         "gate": gate_view(metrics.get("gate")),
         "training": metrics.get("training") or {},
         "loss_chart": loss_chart(metrics.get("loss_curve") or []),

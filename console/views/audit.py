@@ -80,17 +80,20 @@ def audit_page(container: Container, checks: ChainChecks) -> dict[str, Any]:
 
 
 def checkpoints(container: Container, limit: int = 20) -> dict[str, Any]:
-    """Signed checkpoints, newest first, where the server keeps them."""
-    service = getattr(container, "checkpoints", None)
-    recent = getattr(service, "recent", None)
-    if recent is None:
+    """Signed checkpoints, newest first, where the server keeps them (a checkpoint store
+    with ``latest()`` and ``page(after, limit)`` at ``container.checkpoint_store``)."""
+    store = getattr(container, "checkpoint_store", None)
+    if store is None or not hasattr(store, "latest") or not hasattr(store, "page"):
         return {"available": False, "rows": []}
+    newest = store.latest()
+    if newest is None:
+        return {"available": True, "rows": []}
     rows = []
-    for signed in recent(limit):
-        checkpoint = getattr(signed, "checkpoint", signed)
+    for stored in reversed(store.page(max(0, newest.position - limit), limit)):
+        checkpoint = stored.checkpoint
         rows.append({"size": checkpoint.size, "timestamp": checkpoint.timestamp,
                      "chain_head": checkpoint.chain_head, "origin": checkpoint.origin,
-                     "note": getattr(signed, "note", None)})
+                     "key_id": getattr(stored, "key_id", None)})
     return {"available": True, "rows": rows}
 
 

@@ -1,9 +1,11 @@
 """An adapter version's lineage as a graph: ancestors, children, runs, dataset manifests,
 contract versions and the base model, as nodes and edges Cytoscape.js draws.
 
-Ancestors are walked parent by parent, the nearest ``depth`` of them (the page asks for
-more); children come from the registry. Every node carries the hashes a reader checks
-and, where one exists, the console page it links to.
+The facts come from the lineage queries (``container.upstream``: the whole chain in a few
+batched reads; ``container.ancestry``: the children), and the nearest ``depth`` ancestors
+are drawn (the page asks for more). Every node carries the hashes a reader checks and,
+where one exists, the console page it links to; the server places the nodes, oldest
+generation on the left, one row per kind.
 """
 
 from __future__ import annotations
@@ -11,78 +13,73 @@ from __future__ import annotations
 from typing import Any
 
 from hcp.bootstrap import Container
-from kernel.errors import NotFound
-from trainer.registry.model import AdapterVersion
 
 DEFAULT_DEPTH, MAX_DEPTH = 8, 200
-
-
-def ancestry(container: Container, adapter: AdapterVersion,
-             depth: int = DEFAULT_DEPTH) -> tuple[list[AdapterVersion], bool]:
-    """The version itself, then its parent, … up to ``depth`` ancestors (oldest last);
-    True when the chain goes on beyond them."""
-    chain = [adapter]
-    seen = {adapter.adapter_id}
-    while chain[-1].parent_adapter_id and len(chain) <= depth:
-        parent_id = chain[-1].parent_adapter_id
-        if parent_id in seen:
-            break
-        seen.add(parent_id)
-        chain.append(container.registry.adapter(parent_id))
-    return chain, bool(chain[-1].parent_adapter_id) and len(chain) > depth
-
-
-# Rows of the drawing, top to bottom; generations run left (oldest) to right.
 ROW = {"contract": 0, "manifest": 85, "run": 170, "adapter": 255, "base": 345}
 COLUMN = 260
 
+Nodes = dict[str, dict[str, Any]]
+Edges = dict[str, dict[str, Any]]  # by edge id
 
-def graph(container: Container, adapter: AdapterVersion, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
-    """{"nodes", "edges", "ancestors", "children", "truncated"} in Cytoscape's element form,
-    each node with a position (oldest generation on the left)."""
-    chain, truncated = ancestry(container, adapter, depth)
-    children = [container.registry.adapter(i) for i in container.registry.children(adapter.adapter_id)]
-    nodes: dict[str, dict[str, Any]] = {}
-    edges: list[dict[str, Any]] = []
-    generations = [(len(chain) - 1 - i, v) for i, v in enumerate(chain)]
-    generations += [(len(chain), child) for child in children]
-    for column, version in generations:
-        focus = "focus" if version.adapter_id == adapter.adapter_id else ""
+
+def graph(container: Container, adapter_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
+    """{"nodes", "edges", "ancestors", "children", "truncated"} in Cytoscape's element form."""
+    chain = container.upstream.of(adapter_id).versions  # the version first, its root last
+    drawn, truncated = chain[:depth + 1], len(chain) > depth + 1
+    children = _children(container, adapter_id)
+    nodes: Nodes = {}
+    edges: Edges = {}
+    for version in drawn:
+        column = len(drawn) - 1 - version.depth
         _node(nodes, version.adapter_id, version.adapter_id, "adapter",
-              f"/console/adapters/{version.adapter_id}", {"status": version.status,
-                                                          "artifact_sha256": version.artifact_sha256},
-              column, focus)
+              f"/console/adapters/{version.adapter_id}",
+              {"status": version.status, "artifact_sha256": version.artifact.sha256}, column,
+              "focus" if version.depth == 0 else "")
         if version.parent_adapter_id:
             _edge(edges, version.parent_adapter_id, version.adapter_id, "parent of")
-    for column, version in generations[:len(chain)]:
-        _provenance(container, version, column, nodes, edges)
+        _provenance(version, column, nodes, edges)
+    for child_id, status in children.items():
+        _node(nodes, child_id, child_id, "adapter", f"/console/adapters/{child_id}",
+              {"status": status}, len(drawn))
+        _edge(edges, adapter_id, child_id, "parent of")
     _place_shared(nodes, edges)
-    # A chain cut at the limit has a parent edge into a node that is not drawn.
-    edges = [e for e in edges if e["data"]["source"] in nodes and e["data"]["target"] in nodes]
-    return {"nodes": list(nodes.values()), "edges": edges,
-            "ancestors": [v.adapter_id for v in chain[1:]],
-            "children": [v.adapter_id for v in children], "truncated": truncated}
+    # A chain cut at ``depth`` has a parent edge into a node that is not drawn.
+    drawn_edges = [e for e in edges.values()
+                   if e["data"]["source"] in nodes and e["data"]["target"] in nodes]
+    return {"nodes": list(nodes.values()), "edges": drawn_edges,
+            "ancestors": [v.adapter_id for v in chain[1:]], "children": list(children),
+            "truncated": truncated}
 
 
-def _provenance(container: Container, version: AdapterVersion, column: int,
-                nodes: dict[str, dict[str, Any]], edges: list[dict[str, Any]]) -> None:
+def _children(container: Container, adapter_id: str) -> dict[str, str]:
+    """The versions trained from this one (one generation down), with their status."""
+    below = container.ancestry.descendants([adapter_id])
+    ids = sorted((i for i, generations in below.items() if generations == 1),
+                 key=lambda i: (len(i), i))
+    briefs = container.ancestry.briefs(ids)
+    return {i: briefs[i].status for i in ids if i in briefs}
+
+
+def _provenance(version: Any, column: int, nodes: Nodes, edges: Edges) -> None:
     """Base model, training run, manifest and contract versions behind one version."""
-    run_id, manifest_id = f"run:{version.training_run_id}", f"manifest:{version.manifest_id}"
-    base_id = f"base:{version.base_model}"
-    if base_id not in nodes:
-        try:
-            base = container.registry.base_model(version.base_model)
-            _node(nodes, base_id, f"base {base.name}", "base", None,
-                  {"weights_sha256": base.weights_sha256}, column)
-        except NotFound:
-            _node(nodes, base_id, f"base {version.base_model}", "base", None, {"missing": True},
-                  column)
-    manifest = _manifest(container, version.manifest_id)
-    _node(nodes, run_id, f"run {version.training_run_id[:8]}", "run", None,
-          {"run_id": version.training_run_id, "hyper": version.hyper}, column)
-    _node(nodes, manifest_id, f"data {manifest.get('example_count', '?')} ex.", "manifest", None,
-          manifest, column)
-    _edge(edges, base_id, version.adapter_id, "base of")
+    if version.base_model is not None:
+        base_id = f"base:{version.base_model.name}"
+        _node(nodes, base_id, f"base {version.base_model.name}", "base", None,
+              {"weights_sha256": version.base_model.weights_sha256, "path": version.base_model.path},
+              column)
+        _edge(edges, base_id, version.adapter_id, "base of")
+    if version.run is None or version.manifest is None:
+        return
+    run_id, manifest_id = f"run:{version.run.run_id}", f"manifest:{version.manifest.manifest_id}"
+    trigger = version.trigger
+    _node(nodes, run_id, f"run {version.run.run_id[:8]}", "run", None, {
+        "run_id": version.run.run_id, "status": version.run.status, "hyper": version.run.hyper,
+        "trigger": f"{trigger.policy}: {trigger.reason}" if trigger else None}, column)
+    manifest = version.manifest
+    _node(nodes, manifest_id, f"data {manifest.reward_count} ex.", "manifest", None, {
+        "manifest_id": manifest.manifest_id, "content_hash": manifest.content_hash,
+        "examples_sha256": manifest.examples_sha256, "split": manifest.split,
+        "cut": f"({manifest.cut_from}, {manifest.cut_to}]"}, column)
     _edge(edges, manifest_id, run_id, "trained on")
     _edge(edges, run_id, version.adapter_id, "produced")
     for ref in version.contract_versions:
@@ -93,7 +90,7 @@ def _provenance(container: Container, version: AdapterVersion, column: int,
         _edge(edges, contract_id, manifest_id, "scored")
 
 
-def _place_shared(nodes: dict[str, dict[str, Any]], edges: list[dict[str, Any]]) -> None:
+def _place_shared(nodes: Nodes, edges: Edges) -> None:
     """Contract versions and base models serve several generations: centre each over the
     nodes it feeds, and spread contracts that would land on the same spot."""
     taken: set[tuple[float, float]] = set()
@@ -101,7 +98,7 @@ def _place_shared(nodes: dict[str, dict[str, Any]], edges: list[dict[str, Any]])
         kind = node["data"]["kind"]
         if kind not in ("contract", "base"):
             continue
-        fed = [nodes[e["data"]["target"]]["position"]["x"] for e in edges
+        fed = [nodes[e["data"]["target"]]["position"]["x"] for e in edges.values()
                if e["data"]["source"] == node["data"]["id"] and e["data"]["target"] in nodes]
         x = sum(fed) / len(fed) if fed else node["position"]["x"]
         while (x, ROW[kind]) in taken:
@@ -110,17 +107,7 @@ def _place_shared(nodes: dict[str, dict[str, Any]], edges: list[dict[str, Any]])
         node["position"] = {"x": x, "y": ROW[kind]}
 
 
-def _manifest(container: Container, manifest_id: str) -> dict[str, Any]:
-    try:
-        row = container.manifests.row(manifest_id)
-    except NotFound:
-        return {"manifest_id": manifest_id, "missing": True}
-    return {"manifest_id": manifest_id, "content_hash": row.content_hash,
-            "examples_sha256": row.examples_sha256, "example_count": row.example_count,
-            "reward_count": len(row.reward_ids), "cut_from": row.cut_from, "cut_to": row.cut_to}
-
-
-def _node(nodes: dict[str, dict[str, Any]], node_id: str, label: str, kind: str, href: str | None,
+def _node(nodes: Nodes, node_id: str, label: str, kind: str, href: str | None,
           details: dict[str, Any], column: int, classes: str = "") -> None:
     if node_id not in nodes:
         nodes[node_id] = {"data": {"id": node_id, "label": label, "kind": kind, "href": href,
@@ -128,7 +115,7 @@ def _node(nodes: dict[str, dict[str, Any]], node_id: str, label: str, kind: str,
                           "position": {"x": column * COLUMN, "y": ROW[kind]}}
 
 
-def _edge(edges: list[dict[str, Any]], source: str, target: str, label: str) -> None:
+def _edge(edges: Edges, source: str, target: str, label: str) -> None:
     edge_id = f"{source}->{target}"
-    if all(e["data"]["id"] != edge_id for e in edges):
-        edges.append({"data": {"id": edge_id, "source": source, "target": target, "label": label}})
+    edges.setdefault(edge_id, {"data": {"id": edge_id, "source": source, "target": target,
+                                        "label": label}})

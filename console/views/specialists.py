@@ -31,7 +31,9 @@ def specialist_page(container: Container, name: str, before_move: int | None = N
                     before_version: int | None = None) -> dict[str, Any]:
     specialist = container.registry.specialist(name)
     moves = container.aliases.history(name, None, PAGE + 1, before_move)
-    adapters = container.registry.adapters(name, PAGE + 1, before_version)
+    ids = container.registry.adapter_ids(name, PAGE + 1, before_version)
+    found = container.registry.versions(ids)  # a few batched reads, not three per version
+    adapters = [found[i] for i in ids if i in found]
     shown = moves[:PAGE]
     return {
         "specialist": specialist,

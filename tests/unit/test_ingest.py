@@ -13,6 +13,7 @@ from events.ingest import BatchRejected, ClientEvent, IngestLimits, ingest
 from events.memory_store import InMemoryEventStore
 from events.model import NewEvent
 from events.store import Appended
+from kernel.json_input import JsonLimits
 
 LIMITS = IngestLimits(max_batch_events=3, max_payload_bytes=64)
 
@@ -73,3 +74,19 @@ def test_the_payload_limit_counts_canonical_utf8_bytes() -> None:
     ingest(store, [turn(just_fits)], LIMITS)
     with pytest.raises(BatchRejected):
         ingest(store, [turn(just_fits + "é")], LIMITS)
+
+
+@pytest.mark.parametrize(("payload", "field"), [
+    ({"text": "hi", "deep": {"a": {"a": {"a": {}}}}}, "events[1].payload.deep.a.a"),
+    ({"text": "hi", "n": float("nan")}, "events[1].payload.n"),
+    ({"text": "hi\ud800"}, "events[1].payload.text"),
+    ({"text": "x" * 11}, "events[1].payload.text"),
+])
+def test_payloads_beyond_the_json_limits_are_refused_by_field(payload: dict, field: str) -> None:
+    store = RecordingStore()
+    limits = IngestLimits(3, 1000, JsonLimits(max_depth=3, max_object_keys=5, max_string_chars=10))
+    with pytest.raises(BatchRejected) as caught:
+        ingest(store, [turn(), ClientEvent(stream_id="s", type="turn.user", payload=payload)], limits)
+
+    assert (caught.value.field, caught.value.status) == (field, 422)
+    assert store.batches == []

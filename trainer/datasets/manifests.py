@@ -31,6 +31,7 @@ from trainer.datasets.manifest import (
     manifest_hash,
     select_rewards,
 )
+from trainer.datasets.members import index_in
 from trainer.datasets.tables import dataset_manifests
 
 
@@ -46,8 +47,8 @@ class Manifests:
         Raises:
             Conflict: no reward in the range yields a training example.
         """
-        rewards = select_rewards(
-            _row(r) for r in self.rewards.eligible(specialist, contract, cut_from, cut_to, conn))
+        records = self.rewards.eligible(specialist, contract, cut_from, cut_to, conn)
+        rewards = select_rewards(_row(r) for r in records)
         manifest = assemble(specialist, cut_from, cut_to, rewards, self._events(rewards, conn))
         if not manifest.examples:
             raise Conflict(f"no eligible reward of '{specialist}' in positions "
@@ -64,6 +65,7 @@ class Manifests:
             contract_versions=list(manifest.contract_versions), split=manifest.split,
             cut_from=cut_from, cut_to=cut_to, example_count=len(manifest.examples),
             examples_sha256=manifest.examples_sha256, created_at=utcnow()))
+        index_in(conn, manifest_id, manifest, {str(r.reward_id): r for r in records})
         return manifest_id, manifest
 
     def row(self, manifest_id: str, conn: Connection | None = None) -> Any:

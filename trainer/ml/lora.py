@@ -132,10 +132,12 @@ def prepare_trainable_model(
 
 
 def _save_adapter(model: Any, out_dir: Path, info: dict[str, Any]) -> None:
-    # The config records the base by weight hash, not by a path on this machine, so the
-    # adapter files (and their artifact hash) do not depend on where the base was stored.
+    # The config names the base's directory, so standard loaders (AutoPeftModelForCausalLM,
+    # vLLM, TGI) resolve it; the base's weight hash, which says which weights these are
+    # wherever they are stored, is kept beside it in hcp_training.json. The price: the
+    # adapter files (and their artifact hash) name where the base was registered.
     for cfg in model.peft_config.values():
-        cfg.base_model_name_or_path = f"sha256:{info['base_weights_sha256']}"
+        cfg.base_model_name_or_path = info["base_model_path"]
     # save_embedding_layers=False: "auto" would look the base up on the Hub.
     model.save_pretrained(str(out_dir), save_embedding_layers=False)
     (out_dir / "README.md").unlink(missing_ok=True)  # peft's model card: boilerplate
@@ -194,6 +196,7 @@ def train_successor(
     _save_adapter(model, out, {
         "objective": plan.name,
         "hyper": asdict(hyper),
+        "base_model_path": str(Path(base_model_dir).resolve()),
         "base_weights_sha256": weights_sha256(base_model_dir),
         "examples_sha256": examples_sha256(examples),
         "examples_used": plan.examples_used,

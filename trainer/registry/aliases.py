@@ -9,6 +9,7 @@ the latest move replaced.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -18,9 +19,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from events.store import EventStore
 from kernel.clock import utc
+from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
 from trainer.journal import lock_registry, record, specialist_stream
-from trainer.registry.model import AliasMove
+from trainer.registry.model import AliasMove, AliasWindow
 from trainer.registry.tables import adapter_versions, alias_moves, specialists
 
 ALIAS_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,99}")
@@ -134,6 +136,41 @@ class Aliases:
             self._require_specialist(conn, specialist)
             moves = [_move(r) for r in conn.execute(query)]
         return {m.alias: m for m in sorted(moves, key=lambda m: m.alias) if m.adapter_id}
+
+    def all_at(self, at: datetime) -> list[AliasMove]:
+        """The move in effect at ``at`` of every alias that pointed somewhere then."""
+        am = alias_moves.c
+        latest = (select(func.max(am.position).label("p"))
+                  .where(am.moved_at <= utc(at).astimezone(UTC))
+                  .group_by(am.specialist, am.alias).subquery())
+        query = select(alias_moves).join(latest, am.position == latest.c.p)
+        with self.engine.connect() as conn:
+            moves = [_move(r) for r in conn.execute(query)]
+        return sorted((m for m in moves if m.adapter_id), key=lambda m: (m.specialist, m.alias))
+
+    def windows(self, adapter_ids: Iterable[str], conn: Connection | None = None) -> list[AliasWindow]:
+        """Every span during which an alias pointed at one of ``adapter_ids``: from the
+        move that set it to the next move of that alias (None: it still does)."""
+        am, nxt = alias_moves.c, alias_moves.alias("nxt").c
+        following = (select(func.min(nxt.position))
+                     .where(nxt.specialist == am.specialist, nxt.alias == am.alias,
+                            nxt.position > am.position).scalar_subquery())
+        ids = sorted(set(adapter_ids))
+        opened: list[Any] = []
+        with reading(self.engine, conn) as c:
+            for start in range(0, len(ids), 500):
+                query = (select(am.position, am.specialist, am.alias, am.adapter_id, am.moved_at,
+                                following.label("until_position"))
+                         .where(am.adapter_id.in_(ids[start:start + 500])))
+                opened += c.execute(query).all()
+            ends = [r.until_position for r in opened if r.until_position is not None]
+            until = dict(c.execute(select(am.position, am.moved_at)
+                                      .where(am.position.in_(ends))).all()) if ends else {}
+        return sorted((AliasWindow(
+            specialist=r.specialist, alias=r.alias, adapter_id=r.adapter_id, since=utc(r.moved_at),
+            since_position=r.position, until=utc(until[r.until_position]) if r.until_position else None,
+            until_position=r.until_position) for r in opened),
+            key=lambda w: w.since_position)
 
     @staticmethod
     def _require_specialist(conn: Connection, name: str) -> None:

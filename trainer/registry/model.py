@@ -93,3 +93,16 @@ class AliasMove(JsonValue):
     actor: str
     reason: str
     moved_at: datetime
+
+
+@dataclass(frozen=True)
+class AliasWindow(JsonValue):
+    """A span during which ``alias`` pointed at ``adapter_id`` (``until`` None: it still does)."""
+
+    specialist: str
+    alias: str
+    adapter_id: str
+    since: datetime
+    since_position: int  # the alias.moved event that set it
+    until: datetime | None
+    until_position: int | None  # the next move of the alias

@@ -9,22 +9,24 @@ is the effective status.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
 from events.store import EventStore
 from kernel.clock import utc
+from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
+from kernel.json_input import JsonLimits, JsonRejected, check_json_value, parse_strict
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.ml.digest import weights_sha256
 from trainer.registry.aliases import latest_move, move_in
+from trainer.registry.ancestry import adapters_in, record_ancestry_in
 from trainer.registry.model import (
     CANDIDATE,
     PROMOTED,
@@ -37,6 +39,7 @@ from trainer.registry.model import (
     Specialist,
     adapter_id_of,
 )
+from trainer.registry.rows import adapter_from_row, base_from_row
 from trainer.registry.tables import (
     adapter_contract_versions,
     adapter_status_changes,
@@ -45,9 +48,12 @@ from trainer.registry.tables import (
     specialists,
 )
 
+
 # The contract store's answer to "what is the content hash of NAME@VERSION": the
 # registry links adapters to contract versions but does not read the contract tables.
-ContractHashes = Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], str]]
+class ContractHashes(Protocol):
+    def __call__(self, refs: Iterable[tuple[str, int]],
+                 conn: Connection | None = None) -> dict[tuple[str, int], str]: ...
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,99}")
 
@@ -71,12 +77,7 @@ class Registry:
             Conflict: ``name`` is taken by other weights.
         """
         _check_name("base model", name)
-        root = Path(path).resolve()
-        try:
-            digest = weights_sha256(root)
-            config = json.loads((root / "config.json").read_text())
-        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as exc:
-            raise Invalid(f"{root} is not a model directory: {exc}") from None
+        root, digest, config = _read_model_dir(path)
         with self.engine.begin() as conn:
             lock_registry(conn)
             existing = conn.execute(select(base_models).where(base_models.c.name == name)).first()
@@ -84,7 +85,7 @@ class Registry:
                 if existing.weights_sha256 != digest:
                     raise Conflict(f"base model '{name}' is registered with other weights "
                                    f"({existing.weights_sha256[:12]}…); choose another name")
-                return _base(existing)
+                return base_from_row(existing)
             event = record(self.store, conn, f"base_model:{name}", "base_model.registered", {
                 "name": name, "path": str(root), "weights_sha256": digest, "config": config,
             }, actor)
@@ -99,11 +100,11 @@ class Registry:
             row = conn.execute(select(base_models).where(base_models.c.name == name)).first()
         if row is None:
             raise NotFound(f"no base model '{name}'")
-        return _base(row)
+        return base_from_row(row)
 
     def base_models(self) -> list[BaseModelEntry]:
         with self.engine.connect() as conn:
-            return [_base(r) for r in conn.execute(select(base_models).order_by(base_models.c.name))]
+            return [base_from_row(r) for r in conn.execute(select(base_models).order_by(base_models.c.name))]
 
     # --- specialists -------------------------------------------------------------
 
@@ -140,38 +141,40 @@ class Registry:
             found = adapter_in(conn, adapter_id)
         return self._with_hashes([found])[0]  # after closing: SQLite lets one connection in
 
-    def adapters(self, specialist: str | None = None, limit: int = 100,
-                 before_version: int | None = None) -> list[AdapterVersion]:
-        """Newest first per specialist; ``before_version`` pages one specialist's list."""
+    def adapters(self, specialist: str | None = None, limit: int = 100) -> list[AdapterVersion]:
         query = select(adapter_versions.c.adapter_id)
         if specialist is not None:
             query = query.where(adapter_versions.c.specialist == specialist)
-        if before_version is not None:
-            query = query.where(adapter_versions.c.version < before_version)
         query = query.order_by(adapter_versions.c.specialist, adapter_versions.c.version.desc())
         with self.engine.connect() as conn:
             ids = list(conn.execute(query.limit(limit)).scalars())
             found = [adapter_in(conn, i) for i in ids]
         return self._with_hashes(found)
 
-    def adapter_ids(self, limit: int = 1000) -> list[str]:
-        """The newest version ids (by registration), cheaply: for pickers and links."""
-        query = (select(adapter_versions.c.adapter_id)
-                 .order_by(adapter_versions.c.event_position.desc()).limit(limit))
+    def adapter_ids(self, specialist: str | None = None, limit: int = 1000,
+                    before_version: int | None = None) -> list[str]:
+        """Version ids, newest registration first, without reading the rows' JSON (for
+        pickers, links and pages; ``before_version`` pages one specialist's list)."""
+        av = adapter_versions.c
+        query = select(av.adapter_id).order_by(av.event_position.desc()).limit(limit)
+        if specialist is not None:
+            query = query.where(av.specialist == specialist)
+        if before_version is not None:
+            query = query.where(av.version < before_version)
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
-    def children(self, adapter_id: str) -> list[str]:
-        """Ids of the versions trained from ``adapter_id``, oldest first."""
-        query = (select(adapter_versions.c.adapter_id)
-                 .where(adapter_versions.c.parent_adapter_id == adapter_id)
-                 .order_by(adapter_versions.c.version))
-        with self.engine.connect() as conn:
-            return list(conn.execute(query).scalars())
+    def versions(self, adapter_ids: Iterable[str],
+                 conn: Connection | None = None) -> dict[str, AdapterVersion]:
+        """The stored versions among ``adapter_ids``, by id, in a few batched queries."""
+        with reading(self.engine, conn) as c:
+            found = self._with_hashes(adapters_in(c, adapter_ids), c)
+        return {a.adapter_id: a for a in found}
 
-    def _with_hashes(self, adapters: list[AdapterVersion]) -> list[AdapterVersion]:
+    def _with_hashes(self, adapters: list[AdapterVersion],
+                     conn: Connection | None = None) -> list[AdapterVersion]:
         hashes = self.contract_hashes({(c.name, c.version) for a in adapters
-                                       for c in a.contract_versions})
+                                       for c in a.contract_versions}, conn)
         return [replace(a, contract_versions=[
             replace(c, content_hash=hashes.get((c.name, c.version))) for c in a.contract_versions])
             for a in adapters]
@@ -209,6 +212,27 @@ def change_status_in(conn: Connection, store: EventStore, adapter: AdapterVersio
         reason=reason, changed_at=event.recorded_at))
 
 
+def _read_model_dir(path: str | Path) -> tuple[Path, str, dict[str, Any]]:
+    """The directory, its weight digest and its config.json (an object, storable as read).
+
+    Raises:
+        Invalid (field ``path``): not a readable model directory, or a config.json that is
+        not UTF-8 JSON of an object the log can store exactly (see ``kernel.json_input``).
+    """
+    try:
+        root = Path(path).resolve()
+        digest = weights_sha256(root)
+        config = parse_strict((root / "config.json").read_bytes())
+        check_json_value(config, JsonLimits(), "config.json")
+        if not isinstance(config, dict):
+            raise JsonRejected("config.json", "is not a JSON object")
+    except (OSError, ValueError) as exc:  # missing, unreadable, NUL in the path, bad JSON
+        invalid = Invalid(f"{path} is not a model directory: {exc}")
+        invalid.field = "path"
+        raise invalid from None
+    return root, digest, config
+
+
 def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str) -> AdapterVersion:
     """Register the version a run produced, inside the run's final transaction.
 
@@ -238,6 +262,7 @@ def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str
             {"adapter_id": adapter_id, "contract_name": r["name"], "contract_version": r["version"]}
             for r in refs
         ])
+    record_ancestry_in(conn, adapter_id, new.parent_adapter_id)
     return adapter_in(conn, adapter_id)
 
 
@@ -273,21 +298,7 @@ def adapter_in(conn: Connection, adapter_id: str) -> AdapterVersion:
         .where(adapter_contract_versions.c.adapter_id == adapter_id)
         .order_by(adapter_contract_versions.c.contract_name, adapter_contract_versions.c.contract_version)
     )
-    return AdapterVersion(
-        adapter_id=row.adapter_id, specialist=row.specialist, version=row.version,
-        parent_adapter_id=row.parent_adapter_id, base_model=row.base_model,
-        training_run_id=row.training_run_id, manifest_id=row.manifest_id, hyper=row.hyper,
-        metrics=row.metrics, artifact_sha256=row.artifact_sha256, artifact_uri=row.artifact_uri,
-        registered_status=row.status, status=latest or row.status,
-        registered_by=row.registered_by, registered_at=utc(row.registered_at),
-        contract_versions=[ContractRef(n, v) for n, v in refs],
-    )
-
-
-def _base(row: Any) -> BaseModelEntry:
-    return BaseModelEntry(name=row.name, path=row.path, weights_sha256=row.weights_sha256,
-                          config=row.config, registered_by=row.registered_by,
-                          registered_at=utc(row.registered_at))
+    return adapter_from_row(row, latest, [ContractRef(n, v) for n, v in refs])
 
 
 def _specialist(row: Any) -> Specialist:

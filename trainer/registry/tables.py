@@ -68,6 +68,7 @@ adapter_versions = Table(
     Column("registered_at", DateTime(timezone=True), nullable=False),
     Column("event_position", BigInteger, nullable=False),
     UniqueConstraint("specialist", "version", name="uq_adapter_versions_specialist_version"),
+    Index("ix_adapter_versions_manifest", "manifest_id"),  # which versions trained on a manifest
 )
 
 
@@ -94,6 +95,7 @@ adapter_contract_versions = Table(
     Column("contract_version", Integer, primary_key=True),
     ForeignKeyConstraint(["contract_name", "contract_version"],
                          ["contract_versions.name", "contract_versions.version"]),
+    Index("ix_adapter_contract_versions_version", "contract_name", "contract_version"),
 )
 
 
@@ -111,4 +113,20 @@ alias_moves = Table(
     Column("reason", Text, nullable=False),
     Column("moved_at", DateTime(timezone=True), nullable=False),
     Index("ix_alias_moves_lookup", "specialist", "alias", "position"),
+    Index("ix_alias_moves_adapter", "adapter_id"),  # when was this version a target
+)
+
+
+# The ancestry closure: one row per (version, ancestor at ``depth``), depth 0 the version
+# itself, written at registration (a version's ancestors never change). Upstream of a
+# version is one index range; downstream of a set is one join.
+adapter_ancestry = Table(
+    "adapter_ancestry",
+    metadata,
+    Column("descendant_id", String(ADAPTER_ID), ForeignKey("adapter_versions.adapter_id"),
+           primary_key=True),
+    Column("depth", Integer, primary_key=True, autoincrement=False),
+    Column("ancestor_id", String(ADAPTER_ID), ForeignKey("adapter_versions.adapter_id"),
+           nullable=False),
+    Index("ix_adapter_ancestry_ancestor", "ancestor_id", "descendant_id"),
 )

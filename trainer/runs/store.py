@@ -16,6 +16,7 @@ before the log lock could deadlock against a registration holding the log lock.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from events.store import EventStore
 from kernel.clock import utc, utcnow
+from kernel.db import reading
 from kernel.errors import Conflict, NotFound
 from trainer.journal import lock_registry, record, run_stream
 from trainer.runs.model import (
@@ -69,6 +71,17 @@ class Runs:
         if row is None:
             raise NotFound(f"no training run '{run_id}'")
         return _run(row)
+
+    def get_many(self, run_ids: Iterable[str],
+                 conn: Connection | None = None) -> dict[str, TrainingRun]:
+        """The stored runs among ``run_ids``, by id."""
+        ids = sorted(set(run_ids))
+        found: dict[str, TrainingRun] = {}
+        with reading(self.engine, conn) as c:
+            for start in range(0, len(ids), 500):
+                rows = c.execute(select(tr).where(tr.c.run_id.in_(ids[start:start + 500])))
+                found.update((row.run_id, _run(row)) for row in rows)
+        return found
 
     def recent(self, specialist: str | None = None, status: str | None = None,
              limit: int = 50) -> list[TrainingRun]:

@@ -101,7 +101,7 @@ class Triggers:
             query = query.where(trigger_firings.c.specialist == specialist)
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(trigger_firings.c.event_position.desc()).limit(limit))
-            return [_firing(r, created=True) for r in rows]
+            return [firing_from_row(r, created=True) for r in rows]
 
     def state(self, specialist: str) -> SpecialistState:
         with self.engine.connect() as conn:
@@ -154,7 +154,7 @@ class Triggers:
             & (trigger_firings.c.dataset_cut == decision.dataset_cut)
         existing = conn.execute(select(trigger_firings).where(key)).first()
         if existing is not None:
-            return _firing(existing, created=False)
+            return firing_from_row(existing, created=False)
         base, hyper = self._base_and_hyper(conn, state, policy, base_model)
         manifest_id, manifest = self.manifests.freeze_in(conn, state.specialist, policy.contract,
                                                          decision.cut_from, decision.dataset_cut)
@@ -178,7 +178,7 @@ class Triggers:
                   "fired_by": actor, "fired_at": event.recorded_at,
                   "event_position": event.position}
         conn.execute(trigger_firings.insert().values(**values))
-        return _firing(values, created=True)
+        return firing_from_row(values, created=True)
 
     def _base_and_hyper(self, conn: Connection, state: SpecialistState, policy: Policy,
                         base_model: str | None) -> tuple[str, dict[str, Any]]:
@@ -224,7 +224,7 @@ def _quiet_note(policy: Policy, state: SpecialistState) -> str:
             f"{state.parent_adapter_id or 'root'} (cut {state.parent_cut})")
 
 
-def _firing(row: Any, created: bool) -> Firing:
+def firing_from_row(row: Any, created: bool) -> Firing:
     data = dict(row._mapping) if hasattr(row, "_mapping") else dict(row)
     data.pop("event_position", None)
     data["fired_at"] = utc(data["fired_at"])

@@ -8,8 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from contract.rubric import (
+    DEFAULT_LIMITS,
     EvaluationError,
     ExpressionError,
+    Limits,
     as_bool,
     as_score,
     compile_expression,
@@ -19,8 +21,8 @@ from contract.rubric import (
 NAMES = ("items", "text", "feedback", "outcome", "counts")
 
 
-def run(source: str, **variables: object) -> object:
-    return evaluate(compile_expression(source, NAMES), variables)
+def run(source: str, limits: Limits = DEFAULT_LIMITS, **variables: object) -> object:
+    return evaluate(compile_expression(source, NAMES, limits), variables, limits)
 
 
 def refused(source: str) -> ExpressionError:
@@ -29,10 +31,15 @@ def refused(source: str) -> ExpressionError:
     return caught.value
 
 
-def bounded(source: str, **variables: object) -> EvaluationError:
-    started = time.monotonic()
-    result = run(source, **variables)
-    assert time.monotonic() - started < 2.0
+# The fuel is what must stop these (it is deterministic); a far wall-clock deadline keeps a
+# busy machine from stopping them first, and CPU time (not wall time) shows they were cheap.
+FUEL_ONLY = Limits(deadline_s=60.0)
+
+
+def bounded(source: str, limits: Limits = DEFAULT_LIMITS, **variables: object) -> EvaluationError:
+    started = time.process_time()
+    result = run(source, limits, **variables)
+    assert time.process_time() - started < 2.0
     assert isinstance(result, EvaluationError), result
     return result
 
@@ -79,7 +86,7 @@ def test_overlong_and_deeply_nested_expressions_are_refused_before_compiling() -
 
 
 def test_nested_loops_over_input_are_stopped_by_the_budget() -> None:
-    error = bounded("items.map(a, items.map(b, a + b)).size() > 0", items=list(range(2000)))
+    error = bounded("items.map(a, items.map(b, a + b)).size() > 0", FUEL_ONLY, items=list(range(2000)))
     assert error.kind == "budget"
 
 
@@ -89,9 +96,11 @@ def test_list_amplification_is_stopped() -> None:
 
 
 def test_string_amplification_is_stopped() -> None:
-    error = bounded("items.map(a, text + text + text).size() > 0", items=list(range(300)), text="x" * 16000)
+    error = bounded("items.map(a, text + text + text).size() > 0", FUEL_ONLY, items=list(range(300)),
+                    text="x" * 16000)
     assert error.kind == "budget"
-    error = bounded("items.map(a, text).join('').size() > 0", items=list(range(2000)), text="y" * 16000)
+    error = bounded("items.map(a, text).join('').size() > 0", FUEL_ONLY, items=list(range(2000)),
+                    text="y" * 16000)
     assert error.kind == "budget"
 
 
@@ -160,3 +169,58 @@ def test_strings_cannot_hide_loops_from_the_meter(prefix: str) -> None:
     assert "comprehensions nested deeper" in refused(source).message
     if "||" not in prefix:
         assert run(prefix + "string([1, 2].map(x, x * 2).size())") == run(prefix + "'2'")
+
+
+# --- reusing converted variables (contract/cel_binding.py) -----------------------------
+
+
+def test_fuel_is_the_same_whether_the_variables_were_converted_before_or_not() -> None:
+    text = "x" * 640  # 1 node + 10 per 64 characters = 11 units, charged on every read
+    twice = compile_expression("size(text) + size(text)", NAMES)
+    other = compile_expression("size(text) > 0", NAMES)
+    variables = {"text": text}
+    for _ in range(2):  # cold, then warm: the conversion is reused, the charge is not
+        assert evaluate(twice, variables, Limits(fuel=22)) == 1280
+        assert evaluate(twice, variables, Limits(fuel=21)) == EvaluationError(
+            "", "evaluation budget of 21 units exceeded", "budget")
+        assert evaluate(other, variables, Limits(fuel=11)) is True
+
+
+def test_each_evaluation_sees_the_values_of_its_own_mapping() -> None:
+    compiled = compile_expression("counts.turns + size(items)", NAMES)
+    first = {"counts": {"turns": 1}, "items": [1]}
+    assert evaluate(compiled, first) == 2
+    assert evaluate(compiled, {"counts": {"turns": 5}, "items": [1, 2]}) == 7
+    first["counts"] = {"turns": 10}  # a value replaced in a mapping seen before
+    assert evaluate(compiled, first) == 11
+    assert run("items == null", items=None) is True  # bound before, null now
+    assert run("size(items)", items=[1, 2, 3]) == 3
+
+
+def test_a_value_that_cannot_be_converted_is_an_error_and_leaves_nothing_stale() -> None:
+    compiled = compile_expression("size(items)", NAMES)
+    assert evaluate(compiled, {"items": [1, 2]}) == 2
+    broken = {"items": [object()], "text": "abc"}
+    assert evaluate(compile_expression("size(text)", NAMES), broken) == 3  # does not read items
+    assert isinstance(evaluate(compiled, broken), EvaluationError)
+    assert isinstance(evaluate(compiled, broken), EvaluationError)  # not the [1, 2] of before
+    assert evaluate(compile_expression("items == null", NAMES), {"text": "t"}) is True
+
+
+def test_reads_past_the_budget_stop_the_work_even_without_loops() -> None:
+    # Nothing but reads: the resolver cannot abort, so it hands back a stand-in that the
+    # next `+` refuses; the evaluation ends at once and the result is the budget error.
+    # Carried on, the 800 concatenations would copy ~19 GB; stopped, a few MB.
+    source = "size(" + "+".join(["t"] * 800) + ")"
+    started = time.monotonic()
+    result = evaluate(compile_expression(source, ["t"]), {"t": "y" * 60_000}, Limits(fuel=20_000))
+    assert time.monotonic() - started < 1.0
+    assert isinstance(result, EvaluationError) and result.kind == "budget"
+
+
+def test_compiling_records_the_functions_and_loops_to_register() -> None:
+    plain = compile_expression("counts.turns > 0 && text.contains('a')", NAMES)
+    assert (plain.functions, plain.metered_loops) == (frozenset(), False)
+    rich = compile_expression("math.greatest([1]) + items.map(x, x).size() + sum([1])", NAMES)
+    assert rich.functions == {"math.greatest", "sum"}
+    assert rich.metered_loops

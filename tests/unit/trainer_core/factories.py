@@ -41,11 +41,11 @@ def seed_reward(
     engine: Engine, store: EventStore, specialist: str, prompt: str, response: str,
     score: float, split: str = "train", contract: tuple[str, int, str] = ("default", 1, ""),
     adapter_version: str | None = None, components: dict[str, float] | None = None,
-    eligible: bool = True,
+    eligible: bool = True, tenant: str | None = None,
 ) -> dict[str, Any]:
     """A finished turn (user + assistant events) and its reward record."""
     stream = f"s-{uuid.uuid4().hex[:12]}"
-    meta = EventMetadata(specialist=specialist, adapter_version=adapter_version)
+    meta = EventMetadata(specialist=specialist, adapter_version=adapter_version, tenant=tenant)
     appended = store.append([
         NewEvent(stream, "turn.user", {"text": prompt}, metadata=meta),
         NewEvent(stream, "turn.assistant", {"text": response}, metadata=meta),
@@ -63,7 +63,8 @@ def seed_reward(
             evaluator_version="test", score=score, components=components or {"quality": score},
             gates={}, split=split, specialist=specialist, adapter_version=adapter_version,
             eligible=eligible, error=None, created_at=datetime.now(UTC)))
-    return {"reward_id": str(reward_id), "position": position, "stream": stream}
+    return {"reward_id": str(reward_id), "position": position, "stream": stream,
+            "event_ids": [str(e.event_id) for e in events]}
 
 
 GOOD = ("Say hello politely.", "Hello! How can I help you today?")

@@ -1,17 +1,18 @@
-"""Request and response bodies of the event routes (the OpenAPI text comes from here)."""
+"""Bodies of the event routes and the audit routes over the log."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.common import INT32_MAX, INT64_MAX, JsonObject, Out, Timestamp, UtcDatetime, UuidText
+
 
 class MetadataIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    occurred_at: datetime | None = None
+    occurred_at: UtcDatetime | None = None
     actor: str | None = Field(None, max_length=200)
     tenant: str | None = Field(None, max_length=200)
     specialist: str | None = Field(None, max_length=100)
@@ -27,11 +28,11 @@ class EventIn(BaseModel):
     type: str = Field(min_length=1, max_length=200, description="A catalogue type or x.<name>")
     payload: dict[str, Any]
     schema_version: int | None = Field(
-        None, ge=1, description="Payload schema version; default: the type's current one")
+        None, ge=1, le=INT32_MAX, description="Payload schema version; default: the type's current one")
     event_id: uuid.UUID | None = Field(None, description="Client id; makes retries idempotent")
     expected_seq: int | None = Field(
-        None, ge=0, description="Last stream_seq the writer saw; 0 = the stream must be new"
-    )
+        None, ge=0, le=INT64_MAX,
+        description="Last stream_seq the writer saw; 0 = the stream must be new")
     metadata: MetadataIn = Field(default_factory=MetadataIn)
 
 
@@ -40,7 +41,7 @@ class EventBatchIn(BaseModel):
     events: list[EventIn]
 
 
-class AppendedOut(BaseModel):
+class AppendedOut(Out):
     event_id: uuid.UUID
     stream_id: str
     stream_seq: int
@@ -48,17 +49,52 @@ class AppendedOut(BaseModel):
     hash: str
 
 
-class AppendedBatchOut(BaseModel):
+class AppendedBatchOut(Out):
     events: list[AppendedOut]
 
 
-class EventPage(BaseModel):
-    events: list[dict[str, Any]]
+class EventMetadataOut(Out):
+    occurred_at: Timestamp | None
+    recorded_at: Timestamp
+    actor: str | None
+    tenant: str | None
+    specialist: str | None
+    adapter_version: str | None
+    contract: str | None
+    causation_id: UuidText | None
+    correlation_id: UuidText | None
+
+
+class RecordedEventOut(Out):
+    """``RecordedEvent.to_json()``: the payload upcast to the type's current version."""
+
+    event_id: UuidText
+    stream_id: str
+    stream_seq: int
+    position: int
+    type: str
+    schema_version: int
+    payload: JsonObject
+    metadata: EventMetadataOut
+    payload_digest: str = Field(description="sha256 of the payload's canonical JSON, as stored")
+    prev_hash: str
+    hash: str
+
+
+class EventPage(Out):
+    events: list[RecordedEventOut]
     next_after: int = Field(description="Pass as ?after= to read the next page")
     head: int = Field(description="The last committed position")
 
 
-class VerifyOut(BaseModel):
+class CatalogueEntryOut(Out):
+    type: str
+    summary: str
+    current_version: int
+    schemas: dict[str, JsonObject] = Field(description="Schema version -> JSON Schema of the payload")
+
+
+class VerifyOut(Out):
     intact: bool
     checked: int
     last_position: int

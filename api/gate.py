@@ -1,0 +1,157 @@
+"""The gate every request passes before the app reads its body (a pure ASGI middleware).
+
+FastAPI reads and parses a body before it solves any dependency, so a key checked by a
+dependency is checked after an anonymous client has had its body read and parsed. Here,
+for ``/v1`` routes: a client whose failed authentications exhausted its allowance gets
+429 (``api.throttle``), a request without a known key 401, and only then is the body
+let through, capped at ``max_body_bytes`` (413, without reading past the cap). The
+scope check (403) stays with each route's ``require`` dependency, which sees the
+principal this gate found in ``request.state.principal``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import exc as sa
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from access.keys import KEY_PREFIX
+from api.errors import database_unavailable, error_body, unavailable_response
+from api.jsonbody import BodyRejected
+from api.throttle import FailureThrottle
+
+SECURED_PREFIX = "/v1"
+KEY_ID_MAX = 64  # key ids are 16 hex digits; a longer one is charged by its first 64
+
+
+class BodyTooLarge(BodyRejected):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, "body_too_large", f"the body exceeds {limit} bytes", "body")
+
+
+class RequestGate:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._throttle: FailureThrottle | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        container = getattr(scope["app"].state, "container", None) if "app" in scope else None
+        if scope["type"] != "http" or container is None:
+            await self.app(scope, receive, send)
+            return
+        settings = container.settings
+        if _secured(scope["path"]):
+            refused = await self._authenticate(scope, container)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        limit = settings.max_body_bytes
+        declared = _content_length(scope)
+        if declared is not None and declared > limit:
+            await _error(BodyTooLarge(limit))(scope, receive, send)
+            return
+        await self._capped(scope, receive, send, limit)
+
+    async def _authenticate(self, scope: Scope, container: Any) -> JSONResponse | None:
+        """None when the request carries a known key; else the response refusing it."""
+        throttle = self._throttle_for(container.settings)
+        secret = _bearer(scope)
+        charged = [f"address:{_address(scope)}"]
+        if secret is not None and (key_id := _key_id(secret)):
+            charged.append(f"key:{key_id[:KEY_ID_MAX]}")
+        wait = throttle.retry_after(charged)
+        if wait:
+            return JSONResponse(error_body("too_many_failed_authentications",
+                                           f"too many failed authentications; retry in {wait} s"),
+                                429, headers={"Retry-After": str(wait)})
+        if secret is None:
+            return _unauthorized("missing API key: send Authorization: Bearer <key>")
+        try:
+            principal = await run_in_threadpool(container.keys.authenticate, secret)
+        except (sa.DBAPIError, sa.TimeoutError) as exc:
+            if database_unavailable(exc):
+                return unavailable_response(container.settings.unavailable_retry_after_s)
+            raise
+        if principal is None:
+            throttle.failed(charged)
+            return _unauthorized("unknown or malformed API key")
+        scope.setdefault("state", {})["principal"] = principal
+        return None
+
+    async def _capped(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        received, started = 0, False
+
+        async def capped_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)  # FastAPI answers it through api/errors.py
+            return message
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, capped_receive, watched_send)
+        except BodyTooLarge as exc:  # read outside a route (no exception handler on the way)
+            if started:
+                raise
+            await _error(exc)(scope, receive, send)
+
+    def _throttle_for(self, settings: Any) -> FailureThrottle:
+        if self._throttle is None:
+            self._throttle = FailureThrottle(settings.auth_failure_burst,
+                                             settings.auth_failure_per_second)
+        return self._throttle
+
+
+def _secured(path: str) -> bool:
+    return path == SECURED_PREFIX or path.startswith(SECURED_PREFIX + "/")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The credentials of ``Authorization: Bearer <key>``, as FastAPI's HTTPBearer reads them."""
+    scheme, _, credentials = (_header(scope, b"authorization") or "").partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "bearer" or not credentials:
+        return None
+    return credentials
+
+
+def _key_id(secret: str) -> str | None:
+    parts = secret.split("_", 2)
+    return parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX and parts[1] else None
+
+
+def _address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def _content_length(scope: Scope) -> int | None:
+    value = _header(scope, b"content-length")
+    value = (value or "").strip()
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
+def _unauthorized(message: str) -> JSONResponse:
+    return JSONResponse(error_body("unauthorized", message), 401,
+                        headers={"WWW-Authenticate": "Bearer"})
+
+
+def _error(exc: BodyRejected) -> JSONResponse:
+    return JSONResponse(error_body(exc.code, exc.message, exc.field), exc.status_code)

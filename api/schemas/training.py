@@ -1,0 +1,132 @@
+"""Bodies of the training routes: runs, trigger policies, firings and manual triggers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from api.schemas.common import JsonObject, Out, Timestamp
+from trainer.gate.policy import GatePolicy
+from trainer.runs.model import RunStatus
+
+
+class FireIn(BaseModel):
+    parent: str | None = Field(
+        None, description="Parent adapter id, 'root' for a fresh LoRA; default: the production one"
+    )
+    base_model: str | None = Field(None, description="Base model of a root version")
+    reason: str = Field("", description="Recorded in the trigger.fired event")
+
+
+class StartIn(FireIn):
+    specialist: str
+
+
+class RetryIn(BaseModel):
+    reason: str = "retry"
+
+
+class TrainingRunOut(Out):
+    run_id: str
+    specialist: str
+    parent_adapter_id: str | None
+    base_model: str
+    manifest_id: str
+    firing_id: str
+    hyper: JsonObject
+    gate: JsonObject = Field(description="The gate policy in force when the run was queued")
+    status: RunStatus
+    step: int
+    total_steps: int
+    last_loss: float | None
+    error: str | None
+    attempts: int
+    lease_owner: str | None
+    lease_until: Timestamp | None
+    adapter_id: str | None = Field(description="The version it registered, once succeeded")
+    created_by: str
+    created_at: Timestamp
+    updated_at: Timestamp
+    started_at: Timestamp | None
+    finished_at: Timestamp | None
+
+
+class FiringOut(Out):
+    firing_id: str
+    specialist: str
+    parent_key: str = Field(description="The parent adapter id, or 'root'")
+    dataset_cut: int = Field(description="Last eligible reward position included")
+    policy: str = Field(description="count | drift | schedule | manual")
+    reason: str
+    run_id: str
+    fired_by: str
+    fired_at: Timestamp
+    created: bool = Field(description="False when this work had been fired before")
+
+
+class FiredOut(Out):
+    firing: FiringOut
+    run: TrainingRunOut
+
+
+class TriggerCheckOut(Out):
+    specialist: str
+    note: str = Field(description="Why it fired, or why not")
+    firing: FiringOut | None
+
+
+class RewardFloorOut(Out):
+    threshold: float
+    window: int
+
+
+class TriggerPolicyOut(Out):
+    """``TriggerPolicy`` as written. Keys added later are absent while at their defaults
+    (routes serving it exclude unset fields, so nothing is filled in)."""
+
+    enabled: bool = True
+    min_new_rewards: int | None = None
+    reward_floor: RewardFloorOut | None = None
+    schedule: str | None = None
+    auto_promote: bool = False
+    gate_margin: float = 0.0
+    regression_tolerance: dict[str, float] = Field(default_factory=dict)
+    gate_metric: Literal["offline", "rollout"] = "offline"
+    rollout_max_new_tokens: int = 24
+    rollout_harness: str = "text"
+    rollout_prompts: int = 32
+    dataset: Literal["all", "since_parent"] = "all"
+    base_model: str | None = None
+    hyper: JsonObject = Field(default_factory=dict)
+    alias: str | None = None
+    contract: str | None = None
+
+
+class ResolvedPolicyOut(Out):
+    contract: str | None = Field(description="Only rewards made under this contract count")
+    base_model: str | None
+    gate: GatePolicy
+
+
+class PolicyOut(Out):
+    specialist: str
+    source: str = Field(description='"api", "contract:<name>@<version>" or "none"')
+    policy: TriggerPolicyOut
+    resolved: ResolvedPolicyOut
+
+
+class SpecialistStateOut(Out):
+    specialist: str
+    parent_adapter_id: str | None
+    parent_cut: int
+    eligible_head: int
+    new_eligible: int
+    production_mean: float | None
+    production_count: int
+    last_fired_at: Timestamp | None
+    now: Timestamp
+
+
+class PolicyStateOut(PolicyOut):
+    state: SpecialistStateOut = Field(description="What the policy is evaluated against now")

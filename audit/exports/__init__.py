@@ -1,0 +1,1 @@
+"""Lineage in standard formats: OpenLineage run events and W3C PROV-JSON."""

@@ -1,0 +1,214 @@
+"""The lineage benchmark's data: a log, rewards, and long chains of adapter versions.
+
+Built through the stores' own bulk paths, so every row is what the server would have
+written (hash-chained events, positioned rewards, frozen manifests with their members,
+registered versions with their closure rows and events); only the choice of what goes in
+each manifest and the run rows' final status are set by hand (direct SQL, bench only).
+
+* sessions of 10 events (5 turns), one reward per session judging its last turn, under
+  one of five published versions of the ``default`` contract;
+* rewards in contiguous blocks, one block per adapter version, generation by generation:
+  block k is the manifest of chain k % C at generation k // C, so a version's manifest is
+  its own slice of the reward positions (like ``dataset = "since_parent"``);
+* C chains of L generations each, spread over the four specialists; every fifth
+  generation of a chain is moved to its specialist's ``production`` alias.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection
+
+from evaluators.model import EVALUATOR_VERSION, RewardRecord, reward_id_for
+from events.model import EventMetadata, NewEvent
+from hcp.bootstrap import Container
+from kernel.clock import utcnow
+from trainer.journal import lock_registry, record, run_stream, specialist_stream
+from trainer.registry.model import NewAdapter
+from trainer.registry.registry import register_in
+from trainer.runs.tables import training_runs
+from trainer.triggers.tables import trigger_firings
+
+SPECIALISTS = ("chat", "agent", "coding", "genui")
+EVENTS_PER_SESSION = 10
+VERSIONS = 5
+WORKER = "bench-worker"
+CONTRACT = Path(__file__).resolve().parents[1] / "examples" / "contracts" / "default.toml"
+
+
+@dataclass(frozen=True)
+class Shape:
+    events: int
+    rewards: int
+    chains: int
+    length: int  # versions per chain
+
+    @property
+    def sessions(self) -> int:
+        return self.events // EVENTS_PER_SESSION
+
+    @property
+    def adapters(self) -> int:
+        return self.chains * self.length
+
+    @property
+    def block(self) -> int:
+        return self.rewards // self.adapters
+
+
+def chain_specialist(chain: int) -> str:
+    return SPECIALISTS[chain % len(SPECIALISTS)]
+
+
+def adapter_of(shape: Shape, chain: int, generation: int) -> str:
+    """The id the registry gives generation ``generation`` of ``chain`` (versions are
+    numbered per specialist in registration order, generation-major)."""
+    same = [c for c in range(shape.chains) if chain_specialist(c) == chain_specialist(chain)]
+    return f"{chain_specialist(chain)}@{generation * len(same) + same.index(chain) + 1}"
+
+
+def build(parts: Container, shape: Shape, data_dir: Path, say: Callable[[str], None]) -> None:
+    started = time.perf_counter()
+    hashes = _contracts(parts)
+    _log_and_rewards(parts, shape, hashes, say)
+    say(f"log and rewards built in {time.perf_counter() - started:.0f} s")
+    base = _base_model(parts, data_dir)
+    for generation in range(shape.length):
+        for chain in range(shape.chains):
+            _register(parts, shape, chain, generation, base)
+        say(f"generation {generation + 1}/{shape.length} registered")
+    say(f"built in {time.perf_counter() - started:.0f} s")
+
+
+def _contracts(parts: Container) -> dict[int, str]:
+    document = CONTRACT.read_text()
+    for version in range(1, VERSIONS + 1):
+        parts.contracts.create_draft("default", document, "bench")
+        parts.contracts.publish("default", version, "bench")
+    return {v: parts.contracts.get("default", v).content_hash for v in range(1, VERSIONS + 1)}
+
+
+def _log_and_rewards(parts: Container, shape: Shape, hashes: dict[int, str],
+                     say: Callable[[str], None]) -> None:
+    per_batch = 2000
+    for first in range(0, shape.sessions, per_batch):
+        sessions = range(first, min(first + per_batch, shape.sessions))
+        appended = parts.store.append([e for s in sessions for e in _session(shape, s)])
+        events = [a.event for a in appended]
+        rewards = []
+        for offset, session in enumerate(sessions):
+            if session >= shape.rewards:
+                break
+            subject = events[offset * EVENTS_PER_SESSION:(offset + 1) * EVENTS_PER_SESSION][-2:]
+            rewards.append(_reward(shape, session, subject, hashes))
+        parts.rewards.record(rewards)
+        if (first // per_batch) % 10 == 9:
+            say(f"{first + per_batch:,} sessions written")
+
+
+def _session(shape: Shape, session: int) -> list[NewEvent]:
+    block = min(session // max(shape.block, 1), shape.adapters - 1)
+    meta = EventMetadata(tenant=f"tenant-{session % 50}", specialist=chain_specialist(block % shape.chains))
+    stream = f"bench-{session:07d}"
+    return [NewEvent(stream, "turn.user" if i % 2 == 0 else "turn.assistant",
+                     {"text": f"question {session}.{i}" if i % 2 == 0 else f"answer {session}.{i}"},
+                     metadata=meta) for i in range(EVENTS_PER_SESSION)]
+
+
+def _reward(shape: Shape, session: int, subject: list[Any], hashes: dict[int, str]) -> RewardRecord:
+    version = 1 + session % VERSIONS
+    block = session // shape.block
+    specialist = chain_specialist(block % shape.chains) if block < shape.adapters else None
+    subject_id = f"turn:{subject[0].stream_id}:{subject[-1].stream_seq}"
+    score = 0.5 + (session % 7) / 14
+    return RewardRecord(
+        reward_id=reward_id_for(subject_id, "default", version), subject_id=subject_id,
+        subject_kind="turn", stream_id=subject[0].stream_id, first_position=subject[0].position,
+        last_position=subject[-1].position, event_ids=tuple(str(e.event_id) for e in subject),
+        contract_name="default", contract_version=version, contract_hash=hashes[version],
+        evaluator_version=EVALUATOR_VERSION, score=score, components={"quality": score}, gates={},
+        split="held_out" if session % 5 == 0 else "train", specialist=specialist,
+        adapter_version=None, eligible=specialist is not None)
+
+
+def _base_model(parts: Container, data_dir: Path) -> str:
+    directory = data_dir / "base"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps({"model_type": "bench"}))
+    (directory / "model.safetensors").write_bytes(b"bench weights")
+    parts.registry.register_base_model("bench-base", directory, "bench")
+    return "bench-base"
+
+
+def _register(parts: Container, shape: Shape, chain: int, generation: int, base: str) -> None:
+    specialist, block = chain_specialist(chain), generation * shape.chains + chain
+    parent = adapter_of(shape, chain, generation - 1) if generation else None
+    cut_from, cut_to = block * shape.block, (block + 1) * shape.block
+    artifact = _artifact(parts, adapter_of(shape, chain, generation))
+    with parts.engine.begin() as conn:
+        lock_registry(conn)
+        manifest_id, manifest = parts.manifests.freeze_in(conn, specialist, None, cut_from, cut_to)
+        firing_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
+        fired = record(parts.store, conn, specialist_stream(specialist), "trigger.fired", {
+            "firing_id": firing_id, "run_id": run_id, "policy": "count", "reason": "bench",
+            "parent_adapter_id": parent, "dataset_cut": cut_to, "cut_from": cut_from,
+            "manifest_id": manifest_id, "manifest_hash": manifest.content_hash,
+        }, "bench", specialist=specialist, adapter_version=parent)
+        parts.runs.create_in(conn, {
+            "run_id": run_id, "specialist": specialist, "parent_adapter_id": parent,
+            "base_model": base, "manifest_id": manifest_id, "firing_id": firing_id,
+            "hyper": {"steps": 1}, "gate": {}, "total_steps": 1, "created_by": "bench"}, "bench")
+        conn.execute(trigger_firings.insert().values(
+            firing_id=firing_id, specialist=specialist, parent_key=parent or "root",
+            dataset_cut=cut_to, policy="count", reason="bench", run_id=run_id, fired_by="bench",
+            fired_at=fired.recorded_at, event_position=fired.position))
+        _start(parts, conn, run_id, specialist)
+        new = NewAdapter(
+            specialist=specialist, parent_adapter_id=parent, base_model=base, training_run_id=run_id,
+            manifest_id=manifest_id, hyper={"steps": 1},
+            contract_versions=tuple((c["name"], c["version"]) for c in manifest.contract_versions),
+            metrics={"gate": {"promote": True, "reason": "bench"}}, artifact_sha256=artifact[0],
+            artifact_uri=artifact[1], status="candidate")
+        adapter = register_in(conn, parts.store, new, WORKER)
+        parts.runs.succeed_in(conn, run_id, WORKER, adapter.adapter_id, {
+            "status": new.status, "artifact_sha256": new.artifact_sha256, "gate_reason": "bench"})
+    if generation % 5 == 4 or generation == shape.length - 1:
+        parts.aliases.move(specialist, "production", adapter.adapter_id, "bench", "bench promotion")
+
+
+def _start(parts: Container, conn: Connection, run_id: str, specialist: str) -> None:
+    """What a worker's claim does: the run is running under its lease (one event)."""
+    record(parts.store, conn, run_stream(run_id), "training.started",
+           {"run_id": run_id, "attempt": 1, "worker": WORKER, "taken_over_from": None}, WORKER,
+           specialist=specialist)
+    now = utcnow()
+    conn.execute(update(training_runs).where(training_runs.c.run_id == run_id).values(
+        status="running", lease_owner=WORKER, lease_until=now + timedelta(hours=1), attempts=1,
+        started_at=now, updated_at=now))
+
+
+def _artifact(parts: Container, adapter_id: str) -> tuple[str, str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
+        (Path(tmp) / "adapter_model.safetensors").write_bytes(adapter_id.encode())
+        ref = parts.artifacts.put_dir(tmp)
+    return ref.sha256, ref.uri
+
+
+def built(parts: Container, shape: Shape) -> bool:
+    """Whether a reused database already holds this shape's data."""
+    from trainer.registry.tables import adapter_versions
+
+    with parts.engine.connect() as conn:
+        count = len(conn.execute(select(adapter_versions.c.adapter_id)).all())
+    return count >= shape.adapters

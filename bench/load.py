@@ -1,0 +1,187 @@
+"""Load generation for the ingest benchmark: processes, HTTP clients, a Kafka watcher.
+
+Every loop here is bounded in count and time and talks to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import statistics
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = "please refactor this function so that it streams rows instead of loading them " * 2
+
+
+def make_items(events: int, streams: int, tag: str = "") -> list[dict[str, Any]]:
+    """POST items, built before any clock starts: ~300-byte realistic turns."""
+    names = [f"session{tag}-{uuid.uuid4().hex[:12]}" for _ in range(streams)]
+    return [{"stream_id": names[i % streams], "type": "turn.user", "event_id": str(uuid.uuid4()),
+             "payload": {"text": TEXT, "n": i},
+             "metadata": {"actor": f"user-{i % 97}", "specialist": "coding"}}
+            for i in range(events)]
+
+
+def bodies(items: list[dict[str, Any]], batch: int) -> list[bytes]:
+    return [json.dumps({"events": items[i:i + batch]}).encode() for i in range(0, len(items), batch)]
+
+
+@contextmanager
+def process(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(base: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("the API did not come up")
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, poll: float = 0.005) -> float:
+    """Poll ``condition``; return the perf_counter time it first held."""
+    deadline = time.perf_counter() + timeout
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(poll)
+    return time.perf_counter()
+
+
+def post_all(base: str, key: str, payloads: list[bytes], clients: int) -> float:
+    """Post every body from ``clients`` threads as fast as answers come; seconds taken."""
+    pending = queue.SimpleQueue[bytes]()
+    for body in payloads:
+        pending.put(body)
+    errors: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(base_url=base, headers=_headers(key), timeout=60) as http:
+            while True:
+                try:
+                    body = pending.get_nowait()
+                except queue.Empty:
+                    return
+                response = http.post("/v1/events", content=body)
+                if response.status_code != 201:
+                    errors.append(response.text)
+
+    started = time.perf_counter()
+    _run_threads(client, clients)
+    if errors:
+        raise SystemExit(f"{len(errors)} batches failed, first: {errors[0][:300]}")
+    return time.perf_counter() - started
+
+
+def paced(base: str, key: str, payloads: list[bytes], per_second: float,
+          workers: int = 16) -> list[float]:
+    """Open loop: body i is due at start + i / per_second, whoever is free sends it.
+
+    Returns each request's latency from its send to its answer, and counts how late sends
+    were against the schedule (a client that cannot keep up shows there, not as latency).
+    """
+    due: queue.SimpleQueue[tuple[float, bytes] | None] = queue.SimpleQueue()
+    samples: list[float] = []
+    late: list[float] = []
+    errors: list[str] = []
+
+    def worker() -> None:
+        with httpx.Client(base_url=base, headers=_headers(key), timeout=30) as http:
+            while (job := due.get()) is not None:
+                at, body = job
+                time.sleep(max(0.0, at - time.perf_counter()))
+                sent = time.perf_counter()
+                late.append(sent - at)
+                response = http.post("/v1/events", content=body)
+                samples.append(time.perf_counter() - sent)
+                if response.status_code != 201:
+                    errors.append(response.text)
+
+    start = time.perf_counter() + 0.2
+    for i, body in enumerate(payloads):
+        due.put((start + i / per_second, body))
+    for _ in range(workers):
+        due.put(None)
+    _run_threads(worker, workers)
+    if errors:
+        raise SystemExit(f"{len(errors)} requests failed, first: {errors[0][:300]}")
+    if late and quantile(late, 0.99) > 0.005:
+        print(f"            (client behind schedule: p99 send delay {quantile(late, 0.99) * 1e3:.1f} ms)")
+    return samples
+
+
+class KafkaWatcher:
+    """Consumes a topic from its end in a thread and records, per message, how long after
+    the event's ``recorded_at`` (set inside the appending transaction, before commit) it
+    became visible here: an upper bound of commit -> visible."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int = 3) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
+                                  "enable.auto.commit": False, "fetch.wait.max.ms": 5,
+                                  "fetch.min.bytes": 1})
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(partitions)])
+        self.delays: list[float] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            for message in self.consumer.consume(1000, timeout=0.05):
+                if message.error() is None:
+                    seen = time.time()
+                    recorded = json.loads(message.value())["metadata"]["recorded_at"]
+                    self.delays.append(seen - datetime.fromisoformat(recorded).timestamp())
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.consumer.close()
+
+
+def quantile(samples: list[float], q: float) -> float:
+    return statistics.quantiles(samples, n=1000, method="inclusive")[round(q * 1000) - 1]
+
+
+def _headers(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+
+def _run_threads(target: Callable[[], None], count: int) -> None:
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

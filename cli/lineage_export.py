@@ -1,0 +1,66 @@
+"""`hcp lineage export openlineage`: run events to a file, an HTTP endpoint or Kafka."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from audit.exports.emit import client_for, export
+from cli.common import cli_container, stop_on_signals
+
+CHECKPOINT = "openlineage"
+
+
+def _transport(configured: dict[str, Any], file: str | None, url: str | None, api_key: str | None,
+               kafka: str | None, topic: str) -> dict[str, Any]:
+    if file:
+        return {"type": "file", "log_file_path": file, "append": True}
+    if url:
+        auth = {"type": "api_key", "apiKey": api_key} if api_key else {}
+        return {"type": "http", "url": url, "auth": auth}
+    if kafka:
+        return {"type": "kafka", "topic": topic, "config": {"bootstrap.servers": kafka},
+                "messageKey": None}
+    return configured
+
+
+def openlineage(
+    file: str = typer.Option(None, "--file", help="Append events to this file, one JSON a line"),
+    url: str = typer.Option(None, "--url", help="POST events to <url>/api/v1/lineage"),
+    api_key: str = typer.Option(None, "--api-key", help="Bearer token for --url"),
+    kafka: str = typer.Option(None, "--kafka", help="Kafka bootstrap servers"),
+    topic: str = typer.Option("openlineage", help="Kafka topic for --kafka"),
+    from_start: bool = typer.Option(False, "--from-start", help="Ignore the saved checkpoint"),
+    follow: bool = typer.Option(False, "--follow", help="Keep exporting as the log grows"),
+    interval: float = typer.Option(5.0, help="Seconds between polls with --follow"),
+) -> None:
+    """Evaluation, manifest-freezing and training run events since the last export.
+
+    The transport is HCP_OPENLINEAGE_TRANSPORT (JSON) unless --file, --url or --kafka is given.
+    """
+    stop = stop_on_signals()
+    err = Console(stderr=True)
+    with cli_container() as parts:
+        config = _transport(parts.settings.openlineage_transport, file, url, api_key, kafka, topic)
+        client = client_for(config)
+        checkpoints = parts.checkpoints
+        after = 0 if from_start else checkpoints.load(CHECKPOINT)
+        while True:
+            report = export(parts.openlineage, client, after,
+                            save=lambda p: checkpoints.save(CHECKPOINT, p))
+            if report.sent:
+                err.print(f"sent {report.sent} run event(s) via {config['type']}; "
+                          f"log position {report.last_position}")
+            after = report.last_position
+            if not follow or stop.wait(interval):
+                break
+    typer.echo(json.dumps({"transport": config["type"], "last_position": after}))
+
+
+def register_exports(app: typer.Typer) -> None:
+    export_app = typer.Typer(help="Lineage in standard formats", no_args_is_help=True)
+    export_app.command("openlineage")(openlineage)
+    app.add_typer(export_app, name="export")

@@ -1,0 +1,167 @@
+"""The manifests' lineage index: which rewards, sessions and contract versions a manifest holds.
+
+``index_in`` writes it in the transaction that freezes a manifest; ``ManifestIndex``
+answers the lineage questions from it without reading the manifests' JSON columns:
+the members of a manifest page by page, the manifests that hold some rewards, some
+sessions or a contract version, and a manifest's summary (counts and hashes).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection, Engine
+
+from evaluators.model import RewardRecord
+from kernel.clock import utc
+from kernel.db import reading
+from kernel.sql import insert_rows
+from kernel.values import JsonValue
+from trainer.datasets.manifest import Manifest
+from trainer.datasets.tables import dataset_manifests as dm
+from trainer.datasets.tables import manifest_contract_versions as mcv
+from trainer.datasets.tables import manifest_members as mm
+
+_CHUNK = 500  # ids per IN (...)
+
+
+@dataclass(frozen=True)
+class Member(JsonValue):
+    """One reward a manifest lists: the subject it judged, its session and its split."""
+
+    manifest_id: str
+    reward_position: int
+    reward_id: str
+    subject_id: str
+    stream_id: str
+    split: str
+
+
+@dataclass(frozen=True)
+class ManifestSummary(JsonValue):
+    """A manifest without its id lists: hashes, cut, counts and contract versions."""
+
+    manifest_id: str
+    specialist: str
+    content_hash: str
+    examples_sha256: str
+    cut_from: int
+    cut_to: int
+    reward_count: int  # every listed reward yields one example
+    split: dict[str, int]
+    contract_versions: list[dict[str, Any]]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Reach(JsonValue):
+    """How many members of one manifest a source of experience accounts for."""
+
+    manifest_id: str
+    members: int
+
+
+def index_in(conn: Connection, manifest_id: str, manifest: Manifest,
+             records: Mapping[str, RewardRecord]) -> None:
+    """Index a newly frozen manifest inside its transaction (``records`` by reward id)."""
+    used = [records[reward_id] for reward_id in manifest.reward_ids]
+    insert_rows(conn, mm, [
+        {"manifest_id": manifest_id, "reward_position": r.position, "reward_id": r.reward_id,
+         "subject_id": r.subject_id, "stream_id": r.stream_id, "split": r.split} for r in used])
+    counts = Counter((r.contract_name, r.contract_version) for r in used)
+    insert_rows(conn, mcv, [
+        {"manifest_id": manifest_id, "contract_name": name, "contract_version": version,
+         "reward_count": n} for (name, version), n in sorted(counts.items())])
+
+
+class ManifestIndex:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def summaries(self, manifest_ids: Iterable[str],
+                  conn: Connection | None = None) -> dict[str, ManifestSummary]:
+        """The summaries of the stored manifests among ``manifest_ids``."""
+        ids = sorted(set(manifest_ids))
+        columns = (dm.c.manifest_id, dm.c.specialist, dm.c.content_hash, dm.c.examples_sha256,
+                   dm.c.cut_from, dm.c.cut_to, dm.c.example_count, dm.c.split,
+                   dm.c.contract_versions, dm.c.created_at)
+        found: dict[str, ManifestSummary] = {}
+        with reading(self.engine, conn) as c:
+            for chunk in _chunks(ids):
+                for row in c.execute(select(*columns).where(dm.c.manifest_id.in_(chunk))):
+                    found[row.manifest_id] = ManifestSummary(
+                        manifest_id=row.manifest_id, specialist=row.specialist,
+                        content_hash=row.content_hash, examples_sha256=row.examples_sha256,
+                        cut_from=row.cut_from, cut_to=row.cut_to, reward_count=row.example_count,
+                        split=dict(row.split), contract_versions=list(row.contract_versions),
+                        created_at=utc(row.created_at))
+        return found
+
+    def headers(self, manifest_ids: Iterable[str],
+                conn: Connection | None = None) -> dict[str, tuple[str, str]]:
+        """Manifest id -> (specialist, content hash), without reading the JSON columns."""
+        ids = sorted(set(manifest_ids))
+        found: dict[str, tuple[str, str]] = {}
+        with reading(self.engine, conn) as c:
+            for chunk in _chunks(ids):
+                query = (select(dm.c.manifest_id, dm.c.specialist, dm.c.content_hash)
+                         .where(dm.c.manifest_id.in_(chunk)))
+                found.update((m, (s, h)) for m, s, h in c.execute(query))
+        return found
+
+    def members(self, manifest_id: str, after: int = 0, limit: int = 100,
+                split: str | None = None, conn: Connection | None = None) -> list[Member]:
+        """Members with reward position > ``after``, in position order (a page)."""
+        query = select(mm).where(mm.c.manifest_id == manifest_id, mm.c.reward_position > after)
+        if split is not None:
+            query = query.where(mm.c.split == split)
+        with reading(self.engine, conn) as c:
+            rows = c.execute(query.order_by(mm.c.reward_position).limit(limit))
+            return [_member(r) for r in rows]
+
+    def holding_rewards(self, reward_ids: Iterable[uuid.UUID | str],
+                        conn: Connection | None = None) -> list[Reach]:
+        """The manifests that list any of ``reward_ids``, with how many of them each."""
+        ids = sorted({uuid.UUID(str(i)) for i in reward_ids})
+        return self._reach(mm.c.reward_id, ids, conn)
+
+    def holding_streams(self, stream_ids: Iterable[str],
+                        conn: Connection | None = None) -> list[Reach]:
+        """The manifests that list a reward of any of these sessions, with how many."""
+        return self._reach(mm.c.stream_id, sorted(set(stream_ids)), conn)
+
+    def holding_contract_version(self, name: str, version: int,
+                                 conn: Connection | None = None) -> list[Reach]:
+        """The manifests that list rewards judged by ``name@version``, with how many."""
+        query = (select(mcv.c.manifest_id, mcv.c.reward_count)
+                 .where(mcv.c.contract_name == name, mcv.c.contract_version == version))
+        with reading(self.engine, conn) as c:
+            return sorted((Reach(r[0], int(r[1])) for r in c.execute(query)),
+                          key=lambda r: r.manifest_id)
+
+    def _reach(self, column: Any, values: Sequence[Any], conn: Connection | None) -> list[Reach]:
+        counts: Counter[str] = Counter()
+        with reading(self.engine, conn) as c:
+            for chunk in _chunks(values):
+                query = (select(mm.c.manifest_id, func.count()).where(column.in_(chunk))
+                         .group_by(mm.c.manifest_id))
+                for manifest_id, n in c.execute(query):
+                    counts[manifest_id] += int(n)
+        return [Reach(m, n) for m, n in sorted(counts.items())]
+
+
+def _member(row: Any) -> Member:
+    return Member(manifest_id=row.manifest_id, reward_position=int(row.reward_position),
+                  reward_id=str(row.reward_id), subject_id=row.subject_id,
+                  stream_id=row.stream_id, split=row.split)
+
+
+def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start:start + _CHUNK]

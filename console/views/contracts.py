@@ -101,5 +101,10 @@ def dry_run(container: Container, name: str, number: int, baseline: int | None,
         datasets.insert(0, {"label": f"v{result['baseline']['version']} (baseline)",
                             "data": report["baseline_histogram"]})
     return {**result, "chart": bar_chart("dry-run score distribution", datasets, y_title="subjects"),
-            # per-criterion results, where the dry run reports them
-            "criteria": report.get("criteria") or report.get("per_criterion")}
+            # per criterion and per specialist, where the dry run reports them
+            "criteria": _mapping(report.get("criteria")),
+            "specialists": _mapping(report.get("specialists"))}
+
+
+def _mapping(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) and value else None

@@ -22,9 +22,25 @@ class TimelineRow:
 
 
 def overview(container: Container) -> list[dict[str, Any]]:
-    """Every specialist with the adapters its aliases point to now."""
-    return [{"specialist": s, "aliases": container.aliases.current(s.name)}
+    """Every specialist with the adapters its aliases point to now, and the contract
+    versions serving it (where the server records which version serves which specialist)."""
+    serving = serving_contracts(container)
+    return [{"specialist": s, "aliases": container.aliases.current(s.name),
+             "serving": serving.get(s.name) if serving is not None else None}
             for s in container.registry.specialists()]
+
+
+def serving_contracts(container: Container) -> dict[str, list[str]] | None:
+    """Specialist -> the ``name@version`` serving it, per contract; None when the server
+    does not record serving versions (a ``serving`` service with ``current(name)``)."""
+    current = getattr(getattr(container, "serving", None), "current", None)
+    if current is None:
+        return None
+    found: dict[str, list[str]] = {}
+    for name in sorted({v.name for v in container.contracts.versions()}):
+        for specialist, move in current(name).items():
+            found.setdefault(specialist, []).append(move.ref)
+    return found
 
 
 def specialist_page(container: Container, name: str, before_move: int | None = None,
@@ -35,8 +51,10 @@ def specialist_page(container: Container, name: str, before_move: int | None = N
     found = container.registry.versions(ids)  # a few batched reads, not three per version
     adapters = [found[i] for i in ids if i in found]
     shown = moves[:PAGE]
+    serving = serving_contracts(container)
     return {
         "specialist": specialist,
+        "serving": serving.get(name, []) if serving is not None else None,
         "aliases": container.aliases.current(name),
         "timeline": timeline(moves)[:PAGE],
         "periods": periods(shown),

@@ -180,10 +180,12 @@ class Browser:
         problems = self.page.evaluate(A11Y_CHECK)
         assert problems == [], f"{self.page.url}: {problems}"
 
-    def screenshot(self, name: str) -> Path:
+    def screenshot(self, name: str, height: int | None = None) -> Path:
+        """The whole page, or its top ``height`` pixels."""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         path = ARTIFACTS / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=True)
+        clip = {"x": 0, "y": 0, "width": 1360, "height": height} if height else None
+        self.page.screenshot(path=str(path), full_page=True, clip=clip)
         return path
 
 

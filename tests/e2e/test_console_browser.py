@@ -69,6 +69,8 @@ def test_every_page_opens_accessible_and_is_saved(site):
             assert "Not allowed" not in page.title() and "Not found" not in page.title(), name
             browser.check_accessibility()
             browser.screenshot(name)
+        browser.open(pages_of(site)["adapter"])
+        browser.screenshot("adapter-readme", height=1900)  # docs/console-adapter.png is this
         browser.open("/console/sessions")
         browser.page.locator("table a[href^='/console/sessions/']").first.click()
         browser.page.wait_for_load_state("networkidle")

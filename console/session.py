@@ -28,6 +28,7 @@ class ConsoleSession:
     scopes: frozenset[str]
     expires_at: int  # unix seconds
     nonce: str
+    tenant: str | None = None  # the key's tenant, where keys are bound to one
 
     @property
     def actor(self) -> str:
@@ -50,11 +51,12 @@ class SessionCodec:
             raise ValueError("the console secret must be at least 16 bytes")
         self._secret, self.ttl_seconds, self._now = secret, ttl_seconds, now
 
-    def issue(self, key_id: str, label: str | None, scopes: frozenset[str]) -> tuple[str, ConsoleSession]:
+    def issue(self, key_id: str, label: str | None, scopes: frozenset[str],
+              tenant: str | None = None) -> tuple[str, ConsoleSession]:
         session = ConsoleSession(key_id, label, frozenset(scopes),
-                                 int(self._now()) + self.ttl_seconds, secrets.token_urlsafe(16))
+                                 int(self._now()) + self.ttl_seconds, secrets.token_urlsafe(16), tenant)
         body = json.dumps({"k": key_id, "l": label, "s": sorted(scopes), "e": session.expires_at,
-                           "n": session.nonce}, separators=(",", ":")).encode()
+                           "n": session.nonce, "t": tenant}, separators=(",", ":")).encode()
         payload = _b64(body)
         return f"{payload}.{self._sign(b'session', payload.encode())}", session
 
@@ -68,7 +70,7 @@ class SessionCodec:
         try:
             data = json.loads(_unb64(payload))
             session = ConsoleSession(str(data["k"]), data["l"], frozenset(data["s"]), int(data["e"]),
-                                     str(data["n"]))
+                                     str(data["n"]), data.get("t"))
         except (ValueError, KeyError, TypeError):
             return None
         return session if session.expires_at > self._now() else None

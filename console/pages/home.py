@@ -34,7 +34,8 @@ def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecD
     if principal is None:
         error = "Enter an API key." if not key else "That key is unknown or malformed."
         return page(request, "sign_in.html", {"next": target, "error": error}, None, status=401)
-    cookie, _ = codec.issue(principal.key_id, principal.label, principal.scopes)
+    cookie, _ = codec.issue(principal.key_id, principal.label, principal.scopes,
+                            getattr(principal, "tenant", None))  # where keys are bound to tenants
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(COOKIE, cookie, max_age=codec.ttl_seconds, path=HOME, httponly=True,
                         samesite="strict", secure=request.url.scheme == "https")

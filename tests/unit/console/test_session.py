@@ -72,3 +72,11 @@ def test_csrf_tokens_and_proofs_belong_to_one_sign_in():
 def test_a_short_secret_is_refused():
     with pytest.raises(ValueError):
         SessionCodec(b"short", 60)
+
+
+def test_a_keys_tenant_travels_with_its_session():
+    codec = SessionCodec(SECRET, 1800)
+    cookie, _ = codec.issue("k1", "ops", frozenset({"rewards:read"}), tenant="acme")
+    assert codec.open(cookie).tenant == "acme"
+    cookie, _ = codec.issue("k2", "ops", frozenset({"rewards:read"}))
+    assert codec.open(cookie).tenant is None

@@ -9,14 +9,13 @@ and stop after ``sample`` rows.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Select, Uuid, any_, bindparam, cast, func, select
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import BigInteger, ColumnElement, Float, Integer, Select, any_, bindparam, cast, func, select
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.engine import Engine
 
 from evaluators.model import RewardRecord
@@ -25,8 +24,8 @@ from evaluators.tables import reward_records as rr
 from kernel.db import is_postgres
 
 BINS = 10  # equal-width bins over [0, 1], as the dry-run report draws them
-_ID_CHUNK = 500  # ids per IN (...) on SQLite
-_IDS = bindparam("ids", type_=ARRAY(Uuid))
+_ID_CHUNK = 500  # positions per IN (...) on SQLite
+_POSITIONS = bindparam("positions", type_=ARRAY(BigInteger))
 
 
 @dataclass(frozen=True)
@@ -59,11 +58,11 @@ class Distribution:
 
 @dataclass(frozen=True)
 class SplitHistograms:
-    """Scores of a set of rewards (a dataset manifest's), per split."""
+    """Scores of a set of rewards (a dataset manifest's members), per split."""
 
     histograms: dict[str, tuple[int, ...]]
     means: dict[str, float | None]
-    missing: int  # ids not found (or without a score)
+    scored: int  # how many of the rewards were found with a score
 
 
 class RewardStats:
@@ -76,22 +75,27 @@ class RewardStats:
                      sample: int = 10_000) -> Distribution:
         """Histogram and mean of the score (or of ``where.criterion``), and the mean of
         each of ``criteria``, over the newest ``sample`` matching scored records."""
-        rows = _sample(where, sample).subquery("sample")
         postgres = is_postgres(self.engine)
+        rows = _sample(where, sample, postgres).subquery("sample")
         bucket = (func.floor(rows.c.value * BINS) if postgres
                   else cast(rows.c.value * BINS, Integer))  # truncation = floor for values >= 0
-        by_bucket = select(bucket.label("b"), func.count(), func.sum(rows.c.value)).group_by(bucket)
-        means = select(*[func.avg(rows.c.components[name].as_float()) for name in criteria])
+        components = [_component(rows.c.components, name, postgres) for name in criteria]
+        # One pass over the sample: per bucket, the count and sum of the value and, per
+        # criterion, the count and sum of its non-null scores.
+        per_bucket = select(bucket, func.count(), func.sum(rows.c.value),
+                            *[f(c) for c in components for f in (func.count, func.sum)]).group_by(bucket)
         with self.engine.connect() as conn:
-            buckets = [(int(b or 0), int(n), float(s or 0.0)) for b, n, s in conn.execute(by_bucket)]
-            criteria_row = conn.execute(means).one() if criteria else ()
-        count = sum(n for _, n, _ in buckets)
-        total = sum(s for _, _, s in buckets)
+            buckets = [tuple(r) for r in conn.execute(per_bucket)]
+        count = sum(int(r[1]) for r in buckets)
+        total = sum(float(r[2] or 0.0) for r in buckets)
+        means = {}
+        for i, name in enumerate(criteria):
+            n = sum(int(r[3 + 2 * i]) for r in buckets)
+            means[name] = sum(float(r[4 + 2 * i] or 0.0) for r in buckets) / n if n else None
         return Distribution(
             count=count, mean=total / count if count else None,
-            histogram=_binned((b, n) for b, n, _ in buckets),
-            criteria_means={name: _float(v) for name, v in zip(criteria, criteria_row, strict=True)},
-            sample=sample)
+            histogram=_binned((int(r[0] or 0), int(r[1])) for r in buckets),
+            criteria_means=means, sample=sample)
 
     def latest(self, where: RewardFilter, before: int | None = None,
                limit: int = 50) -> list[RewardRecord]:
@@ -103,24 +107,43 @@ class RewardStats:
             rows = conn.execute(query.order_by(rr.c.position.desc()).limit(limit))
             return [from_row(row._mapping) for row in rows]
 
-    def of_rewards(self, reward_ids: Iterable[uuid.UUID | str]) -> SplitHistograms:
-        """Score histograms per split of the given rewards (a manifest's reward ids)."""
-        ids = sorted({uuid.UUID(str(i)) for i in reward_ids})
-        scores: dict[str, list[float]] = {}
-        columns = select(rr.c.split, rr.c.score).where(rr.c.score.is_not(None))
+    def of_positions(self, positions: Sequence[int] | Select[Any]) -> SplitHistograms:
+        """Score histograms and means per split of the rewards at ``positions``: a list,
+        or a query of positions (a dataset manifest's members), aggregated in one statement."""
+        postgres = is_postgres(self.engine)
+        bucket = func.floor(rr.c.score * BINS) if postgres else cast(rr.c.score * BINS, Integer)
+        query = (select(rr.c.split, bucket, func.count(), func.sum(rr.c.score))
+                 .where(rr.c.score.is_not(None)).group_by(rr.c.split, bucket))
         with self.engine.connect() as conn:
-            if is_postgres(conn):  # one array parameter: one round trip for any number of ids
-                rows = list(conn.execute(columns.where(rr.c.reward_id == any_(_IDS)), {"ids": ids}))
+            if isinstance(positions, Select):
+                rows = list(conn.execute(query.where(_in_query(rr.c.position, positions, postgres))))
+            elif postgres:  # one array parameter: one round trip for any number of positions
+                rows = list(conn.execute(query.where(rr.c.position == any_(_POSITIONS)),
+                                         {"positions": list(positions)}))
             else:
-                rows = [row for start in range(0, len(ids), _ID_CHUNK) for row in conn.execute(
-                    columns.where(rr.c.reward_id.in_(ids[start:start + _ID_CHUNK])))]
-        for split, score in rows:
-            scores.setdefault(split, []).append(float(score))
-        found = sum(len(v) for v in scores.values())
+                rows = [r for start in range(0, len(positions), _ID_CHUNK) for r in conn.execute(
+                    query.where(rr.c.position.in_(list(positions[start:start + _ID_CHUNK]))))]
+        counts: dict[str, list[tuple[int, int]]] = {}
+        sums: dict[str, float] = {}
+        for split, index, n, total in rows:
+            counts.setdefault(split, []).append((int(index or 0), int(n)))
+            sums[split] = sums.get(split, 0.0) + float(total or 0.0)
+        found = {split: sum(n for _, n in pairs) for split, pairs in counts.items()}
         return SplitHistograms(
-            histograms={s: histogram(v) for s, v in sorted(scores.items())},
-            means={s: sum(v) / len(v) for s, v in sorted(scores.items())},
-            missing=len(ids) - found)
+            histograms={split: _binned(pairs) for split, pairs in sorted(counts.items())},
+            means={split: sums[split] / found[split] for split in sorted(found)},
+            scored=sum(found.values()))
+
+
+def _in_query(column: ColumnElement[Any], values: Select[Any], postgres: bool) -> ColumnElement[bool]:
+    """``column IN (values)``; on PostgreSQL as ``= ANY((SELECT array_agg …))``: the list is
+    built once and each value is one index probe (``IN`` made the planner merge-join the
+    whole table up to the largest position)."""
+    if not postgres:
+        return column.in_(values.scalar_subquery())
+    listed = values.subquery()
+    gathered = select(func.array_agg(list(listed.c)[0])).scalar_subquery()
+    return column == any_(cast(gathered, ARRAY(BigInteger)))  # an array, not ANY (subquery)
 
 
 def histogram(values: Iterable[float], bins: int = BINS) -> tuple[int, ...]:
@@ -141,11 +164,20 @@ def _value(where: RewardFilter) -> ColumnElement[Any]:
     return rr.c.components[where.criterion].as_float()
 
 
-def _sample(where: RewardFilter, sample: int) -> Select[Any]:
+def _sample(where: RewardFilter, sample: int, postgres: bool) -> Select[Any]:
     value = _value(where)
-    return (select(value.label("value"), rr.c.components)
+    # On PostgreSQL the JSON text is parsed once per row (as jsonb), not once per criterion.
+    components = cast(rr.c.components, JSONB) if postgres else rr.c.components
+    return (select(value.label("value"), components.label("components"))
             .where(*_conditions(where), rr.c.score.is_not(None), value.is_not(None))
             .order_by(rr.c.position.desc()).limit(sample))
+
+
+def _component(components: Any, name: str, postgres: bool) -> ColumnElement[Any]:
+    """One criterion's score out of the sample's components column."""
+    if postgres:
+        return cast(components[name].astext, Float)
+    return cast(components[name], Float)
 
 
 def _conditions(where: RewardFilter) -> list[ColumnElement[bool]]:
@@ -162,7 +194,3 @@ def _conditions(where: RewardFilter) -> list[ColumnElement[bool]]:
 
 def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)

@@ -25,7 +25,7 @@ def adapter(request: Request, adapter_id: str, session: Viewer, container: Conta
 
 @router.get("/adapters/{adapter_id}/audit")
 def audit(request: Request, adapter_id: str, session: Viewer, container: ContainerDep,
-          deep: bool = False) -> Response:
+          chain: bool = False, deep: bool = False) -> Response:
     need(session, "registry:read")
-    result = views.audit_result(container, adapter_id, deep)
+    result = views.audit_result(container, adapter_id, chain or deep, deep)
     return page(request, "fragments/adapter_audit.html", {"result": result}, session)

@@ -11,15 +11,14 @@ from console.views.lineage import DEFAULT_DEPTH, graph
 from hcp.bootstrap import Container
 from kernel.errors import NotFound
 
-MAX_REWARDS = 20_000
-
 
 def adapter_page(container: Container, adapter_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
     adapter = container.registry.adapter(adapter_id)
     metrics = adapter.metrics or {}
-    manifest = container.manifests.row(adapter.manifest_id)
-    # A manifest may list a great many rewards: the chart is over the first MAX_REWARDS.
-    rewards = container.reward_stats.of_rewards(manifest.reward_ids[:MAX_REWARDS])
+    manifest = container.manifest_index.summaries([adapter.manifest_id]).get(adapter.manifest_id)
+    # The manifest's members (the lineage index), aggregated in one statement.
+    rewards = container.reward_stats.of_positions(
+        container.manifest_index.member_positions(adapter.manifest_id))
     pointing = [alias for alias, move in container.aliases.current(adapter.specialist).items()
                 if move.adapter_id == adapter_id]
     return {
@@ -32,8 +31,8 @@ def adapter_page(container: Container, adapter_id: str, depth: int = DEFAULT_DEP
         "loss_chart": loss_chart(metrics.get("loss_curve") or []),
         "reward_chart": reward_chart(rewards.histograms),
         "reward_means": rewards.means,
-        "rewards_missing": rewards.missing,
-        "reward_count": len(manifest.reward_ids), "reward_cap": MAX_REWARDS, "depth": depth,
+        "reward_count": manifest.reward_count if manifest else rewards.scored,
+        "rewards_scored": rewards.scored, "depth": depth,
         "hashes": hashes(container, adapter, manifest),
     }
 
@@ -59,20 +58,24 @@ def hashes(container: Container, adapter: Any, manifest: Any) -> list[tuple[str,
         base = None
     rows: list[tuple[str, str | None]] = [
         ("base model weights", base),
-        ("dataset manifest content", manifest.content_hash),
-        ("training examples", manifest.examples_sha256),
+        ("dataset manifest content", manifest.content_hash if manifest else None),
+        ("training examples", manifest.examples_sha256 if manifest else None),
         ("adapter artifact", adapter.artifact_sha256),
     ]
     rows += [(f"contract {c.name}@{c.version}", c.content_hash) for c in adapter.contract_versions]
     return rows
 
 
-def audit_result(container: Container, adapter_id: str, deep: bool = False) -> dict[str, Any]:
-    """The lineage chain re-verified now: artifacts re-hashed, manifests' stored content
-    re-hashed; ``deep`` also rebuilds the examples from the log and re-hashes the base."""
-    chain = container.lineage.chain(adapter_id, deep)
-    return {"adapter_id": adapter_id, "deep": deep, "chain": chain,
-            "verified": all(link["verified"] for link in chain)}
+def audit_result(container: Container, adapter_id: str, chain: bool = False,
+                 deep: bool = False) -> dict[str, Any]:
+    """The version (``chain``: and every ancestor) re-verified now: artifacts re-hashed,
+    manifests' stored content re-hashed; ``deep`` also rebuilds the examples from the log
+    and re-hashes the base weights. Re-hashing reads every manifest's id lists, so the
+    whole chain is a button, not the default."""
+    links = (container.lineage.chain(adapter_id, deep) if chain
+             else [container.lineage.link(adapter_id, deep)])
+    return {"adapter_id": adapter_id, "deep": deep, "whole_chain": chain, "chain": links,
+            "verified": all(link["verified"] for link in links)}
 
 
 def _run(container: Container, run_id: str) -> Any:

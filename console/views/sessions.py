@@ -43,11 +43,14 @@ def latest_sessions(container: Container, before: int | None = None) -> dict[str
     store = container.store
     upto = (before - 1) if before else store.head()
     starts = store.closers((SESSION_STARTED,), 0, upto, PAGE + 1, newest_first=True)
-    rows = []
-    for start in starts[:PAGE]:
-        first = store.read_stream(start.stream_id, start.stream_seq - 1, 1)
-        rows.append({"stream_id": start.stream_id, "position": start.position,
-                     "event": first[0] if first else None})
+    # Every session's first event in one read: the window of each stream that ends at its
+    # session.started (and starts after the one before it, if the stream was restarted).
+    seqs = {start.stream_id: start.stream_seq for start in starts[:PAGE]}
+    windows = store.read_windows({s: (seq, seq) for s, seq in seqs.items()}, SESSION_STARTED)
+    rows = [{"stream_id": start.stream_id, "position": start.position,
+             "event": next((e for e in windows.get(start.stream_id, [])
+                            if e.stream_seq == start.stream_seq), None)}
+            for start in starts[:PAGE]]
     return {"sessions": rows, "older": starts[PAGE - 1].position if len(starts) > PAGE else None}
 
 

@@ -96,6 +96,9 @@ def test_an_auditor_sees_the_lineage_gate_charts_and_live_audit(site):
         assert page.locator("text=held-out margin").count() >= 1
         page.locator("#adapter-audit table").wait_for()
         assert "verified" in page.locator("#adapter-audit").inner_text()
+        page.get_by_role("button", name="Re-check every ancestor too").click()
+        page.locator("#adapter-audit", has_text="ancestor(s) re-checked").wait_for()
+        assert adapter.parent_adapter_id in page.locator("#adapter-audit").inner_text()
         assert page.locator("text=Move alias").count() == 0  # no registry:write
         page.locator("#lineage-graph").wait_for()
         graph = page.evaluate("window.hcpConsole.graphs['lineage-graph']"

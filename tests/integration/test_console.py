@@ -86,7 +86,10 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert len(rewards["labels"]) == 10 and all(len(d["data"]) == 10 for d in rewards["datasets"])
     assert chart(page, "loss-chart")["labels"] == [1, 2, 3, 4]
     assert "[0.0250, 0.0750] at 95%" in page and "20240601" in page and "N pairs" in page
-    assert "verified" in get(client, f"/console/adapters/{data.successor}/audit")
+    own = get(client, f"/console/adapters/{data.successor}/audit")
+    assert "badge-ok\">verified" in own and "This version re-checked" in own
+    whole = get(client, f"/console/adapters/{data.successor}/audit?chain=true")
+    assert "This version and its 1 ancestor(s)" in whole and data.root in whole
 
     versions = get(client, "/console/contracts")
     assert versions.count("badge-published") == 2 and "badge-draft" in versions

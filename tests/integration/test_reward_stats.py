@@ -59,6 +59,12 @@ def test_time_filters_and_newest_first_paging(seeded):
 
 def test_histograms_of_a_set_of_rewards_per_split(seeded):
     stats, rows = seeded
-    found = stats.of_rewards([r["reward_id"] for r in rows[:7]] + ["00000000-0000-0000-0000-000000000000"])
+    found = stats.of_positions([r["position"] for r in rows[:7]] + [10_000])
     assert sum(found.histograms["train"]) == 3 and sum(found.histograms["held_out"]) == 4
-    assert found.missing == 1 and found.means["train"] == pytest.approx((0.05 + 0.5 + 0.95) / 3)
+    assert found.histograms["held_out"] == (1, 1, 0, 0, 0, 1, 0, 0, 0, 1)
+    assert found.scored == 7 and found.means["train"] == pytest.approx((0.05 + 0.5 + 0.95) / 3)
+    from sqlalchemy import select
+
+    from evaluators.tables import reward_records
+    chat = select(reward_records.c.position).where(reward_records.c.specialist == "chat")
+    assert stats.of_positions(chat).histograms == {"train": (0, 0, 1, 0, 0, 0, 0, 0, 0, 0)}

@@ -13,7 +13,7 @@ from evaluators.stats import Distribution, RewardFilter
 from hcp.bootstrap import Container
 from kernel.errors import Invalid
 
-DEFAULT_SAMPLE, MAX_SAMPLE = 10_000, 100_000
+DEFAULT_SAMPLE, MAX_SAMPLE = 5_000, 100_000
 LIST_PAGE = 50
 COMPARE = ("contract", "adapter")
 

@@ -70,9 +70,15 @@ def validate(file: Path = typer.Option(..., "--file", "-f", exists=True)) -> Non
 
 
 @app.command()
-def publish(name: str, version: int, actor: str = ActorOpt) -> None:
-    """Freeze a draft and make it active (history is then re-scored under it)."""
-    done = _with_service(lambda s: s.publish(name, version, _actor(actor)))
+def publish(name: str, version: int, actor: str = ActorOpt,
+            force: bool = typer.Option(False, help="Publish although the check fails"),
+            reason: str = typer.Option("", help="Why it is forced (recorded in the event)")) -> None:
+    """Dry-run a draft on recent history, then freeze it and make it score (history is
+    then re-scored under it); refused (exit 2) when it errors above the threshold."""
+    with cli_container() as container:
+        done, check = container.publisher.publish(name, version, _actor(actor), force, reason)
+    if check is not None:
+        typer.echo(f"check: {check.describe()}{'' if check.passed else ' (forced)'}")
     typer.echo(f"published {done.ref} ({done.content_hash})")
 
 

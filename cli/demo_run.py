@@ -72,7 +72,8 @@ def record_traffic(container: Container, sessions: int, seed: int, quality: floa
     with _bar(console) as bar:
         task = bar.add_task(f"recording {sessions} sessions", total=sessions)
         for session in synthetic_sessions(sessions, seed, quality, adapters):
-            written += sum(a.created for a in ingest(container.store, session, limits))
+            appended = ingest(container.store, session, limits, container.references)
+            written += sum(a.created for a in appended)
             bar.advance(task)
     return written
 
@@ -161,8 +162,11 @@ def run_demo(container: Container, sessions: int = 240,
     console.print(f"  dry-run of {draft.ref} vs v{v1} over {summary.get('count')} subjects: "
                   f"mean delta {_num(summary.get('mean_delta'))}, became eligible "
                   f"{summary.get('became_eligible')}, ineligible {summary.get('became_ineligible')}")
-    contracts.publish("default", draft.version, ACTOR)
-    console.print(f"  published {draft.ref}; history is re-scored, v{v1}'s rewards stay")
+    _, check = container.publisher.publish("default", draft.version, ACTOR)
+    if check is not None:
+        console.print(f"  publish check: {check.describe()}")
+    console.print(f"  published {draft.ref}; history is re-scored, v{v1}'s rewards stay; "
+                  f"v{v1} keeps serving until it is moved")
 
     console.rule("[bold]4. the promoted adapters serve; successors train from their parents")
     serving = {a.specialist: f"{a.specialist}@{a.version}"

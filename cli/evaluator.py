@@ -104,36 +104,47 @@ def dry_run(
     from_position: int = typer.Option(None, "--from", help="First position of a range"),
     to_position: int = typer.Option(None, "--to", help="Last position of a range"),
     top: int = typer.Option(10, help="How many of the largest movers to show"),
+    max_error_rate: float = typer.Option(None, min=0.0, max=1.0, help="Exit 1 when more of the "
+                                         "applicable subjects error (default HCP_MAX_ERROR_RATE)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Score VERSION over history without writing anything, and compare with a baseline."""
+    """Score VERSION over history without writing anything, and compare with a baseline;
+    exit 1 when it errors on more of the applicable subjects than allowed."""
     if last is None and from_position is None and to_position is None:
         last = 500
 
     def run(c: Container) -> DryRun:
         selection = Selection(last, from_position, to_position)
-        return c.dry_runs.run(name, version, selection, baseline, top)
+        return c.dry_runs.run(name, version, selection, baseline, top, max_error_rate)
 
     result = _with_container(run)
     typer.echo(json.dumps(result.to_json(), indent=2) if as_json else render_dry_run(result))
+    if not result.passed:
+        typer.echo(f"error: {result.report.errors} of {result.report.applicable} applicable "
+                   f"subjects errored ({result.report.error_rate:.1%}, limit "
+                   f"{result.max_error_rate:.1%})", err=True)
+        raise typer.Exit(1)
 
 
 def render_dry_run(result: DryRun) -> str:
-    r: DryRunReport = result.report
+    title = (f"dry run of {result.draft.name}@{result.draft.version} ({result.draft.status}) over "
+             f"{result.subjects} subjects" + (" (range truncated)" if result.truncated else ""))
     base = result.baseline
-    lines = [f"dry run of {result.draft.name}@{result.draft.version} ({result.draft.status}) over "
-             f"{result.subjects} subjects" + (" (range truncated)" if result.truncated else ""),
-             f"  applicable {r.applicable}, scored {r.scored}, errors {r.errors}",
-             f"  mean {_num(r.mean)}"]
+    return render_report(title, result.report, f"{base.name}@{base.version}" if base else None)
+
+
+def render_report(title: str, r: DryRunReport, base: str | None, draft: str = "draft") -> str:
+    lines = [title, f"  applicable {r.applicable}, scored {r.scored}, errors {r.errors} "
+             f"({r.error_rate:.1%})", f"  mean {_num(r.mean)}"]
     if base is not None:
-        lines += [f"  baseline {base.name}@{base.version}: mean {_num(r.baseline_mean)}, "
-                  f"errors {r.baseline_errors}",
+        lines += [f"  baseline {base}: mean {_num(r.baseline_mean)}, errors {r.baseline_errors}",
                   f"  mean delta {_num(r.mean_delta, signed=True)} over {r.compared} subjects scored by both",
                   f"  eligibility: {r.became_eligible} became eligible, "
                   f"{r.became_ineligible} became ineligible"]
     else:
         lines.append("  no baseline: nothing published to compare with")
-    lines.append("  histogram (draft" + (" | baseline)" if base else ")"))
+    lines += _breakdown(r, base is not None)
+    lines.append(f"  histogram ({draft}" + (" | baseline)" if base else ")"))
     peak = max([*r.histogram, *r.baseline_histogram, 1])
     for i, count in enumerate(r.histogram):
         bar = "#" * round(30 * count / peak)
@@ -148,6 +159,36 @@ def render_dry_run(result: DryRun) -> str:
         lines.append("  errors (samples)")
         lines += [f"    {s['subject_id']}: {s['item']}: {s['message']}" for s in r.error_samples]
     return "\n".join(lines)
+
+
+def _breakdown(r: DryRunReport, compared: bool) -> list[str]:
+    lines = ["  per criterion" + ("  (mean, baseline, delta, errors)" if compared else "")]
+    for cid, c in r.criteria.items():
+        lines.append(f"    {cid:<20} {_num(c['mean'])}  {_num(c['baseline_mean'])}  "
+                     f"{_num(c['mean_delta'], signed=True)}  {c['errors']}")
+    lines.append("  per specialist  (subjects, errors, mean, baseline, delta)")
+    for name, s in r.specialists.items():
+        lines.append(f"    {name:<12} {s['count']:>6} {s['errors']:>6}  {_num(s['mean'])}  "
+                     f"{_num(s['baseline_mean'])}  {_num(s['mean_delta'], signed=True)}")
+    return lines
+
+
+def compare(
+    name: str, a: int, b: int,
+    last: int = typer.Option(500, help="The latest N rewards of B"),
+    other: str = typer.Option(None, help="Contract of version A, if another"),
+    top: int = typer.Option(10, help="How many of the largest movers to show"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Compare the rewards versions A and B already stored for the same subjects."""
+    result = _with_container(lambda c: c.comparisons.compare(name, a, b, last, top, other))
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+        return
+    title = (f"stored rewards of {result.b.name}@{result.b.version} on its latest "
+             f"{result.subjects} subjects against {result.a.name}@{result.a.version}")
+    typer.echo(render_report(title, result.report, f"{result.a.name}@{result.a.version}",
+                             f"{result.b.name}@{result.b.version}"))
 
 
 def _num(value: float | None, signed: bool = False) -> str:
@@ -168,13 +209,15 @@ def reevaluate(
             def show(current: Job) -> None:
                 bar.update(task, completed=current.progress, detail=(
                     f"position {current.done_position}/{current.to_position}, "
-                    f"{current.subjects_scored} subjects"))
+                    f"{current.subjects_scored} scored, {current.subjects_errored} errored"))
 
             job = container.reevaluations.run(job.job_id, on_progress=show)
-    typer.echo(f"{job.status}: {job.subjects_scored} subjects of positions "
-               f"{job.from_position}..{job.to_position} scored under {name}@{version}")
+    typer.echo(f"{job.status}: {job.subjects_scored} scored, {job.subjects_errored} errored, "
+               f"{job.subjects_skipped} skipped (not applicable) of the subjects closed at "
+               f"positions {job.from_position}..{job.to_position}, under {name}@{version}")
+    if job.error:
+        typer.echo(f"{'warning' if job.status == 'succeeded' else 'error'}: {job.error}", err=True)
     if job.status != "succeeded":
-        typer.echo(f"error: {job.error}", err=True)
         raise typer.Exit(1)
 
 
@@ -185,3 +228,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(rewards_app, name="rewards")
     contract_cli.app.command("dry-run")(dry_run)
     contract_cli.app.command("reevaluate")(reevaluate)
+    contract_cli.app.command("compare")(compare)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from cli import contract, db, demo, evaluator, keys, lineage, log, registry, trainer
+from cli import approvals, contract, db, demo, evaluator, keys, lineage, log, registry, serving, trainer
 from hcp.migrate import SchemaNotAtHead
 
 app = typer.Typer(help="HCP contract and versioning server", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
-for group in (log, contract, evaluator, trainer, registry, lineage, demo):
+for group in (log, contract, evaluator, serving, trainer, registry, approvals, lineage, demo):
     group.register(app)
 
 

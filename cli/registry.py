@@ -74,9 +74,11 @@ def alias_set(specialist: str, alias: str, adapter_id: str, reason: str = typer.
 
 @alias_app.command("rollback")
 def alias_rollback(specialist: str, alias: str, reason: str = typer.Option(...)) -> None:
-    """Move ALIAS back to where it pointed before its latest move."""
+    """Move ALIAS back to its latest earlier target that was not itself rolled back from."""
     with cli_parts() as parts:
-        print_json(parts.aliases.rollback(specialist, alias, cli_actor(), reason).to_json())
+        move = parts.aliases.rollback(specialist, alias, cli_actor(), reason)
+    console.print(f"rolled {specialist}/{alias} back from {move.previous_adapter_id} to "
+                  f"{move.adapter_id}; {move.previous_adapter_id} is now rolled_back")
 
 
 @alias_app.command("at")

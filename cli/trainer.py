@@ -56,12 +56,18 @@ def train_start(
     base_model: str = typer.Option(None, help="Base model of a root version"),
     reason: str = typer.Option("", help="Recorded in the trigger.fired event"),
     follow: bool = typer.Option(True, help="Show progress until the run ends"),
+    force: bool = typer.Option(False, help="A new run even on work already done (same parent "
+                               "and data), with the current policy; needs --reason"),
+    hyper: str = typer.Option(None, help="Hyper-parameter overrides as JSON, e.g. '{\"steps\": 20}'"),
 ) -> None:
     """Manual trigger: queue a run (or find the one already doing this work)."""
+    overrides = _json_object(hyper, "--hyper") if hyper else {}
     with cli_parts() as parts:
-        firing = parts.triggers.fire_manual(specialist, cli_actor(), reason or "manual trigger (CLI)",
-                                            parent, base_model)
-        word = "queued" if firing.created else "already fired as"
+        firing = parts.triggers.fire_manual(
+            specialist, cli_actor(), reason or ("" if force else "manual trigger (CLI)"), parent,
+            base_model, force, overrides)
+        word = ("queued forced re-run" if firing.rerun and firing.created else
+                "queued" if firing.created else "already fired as")
         console.print(f"{word} run {firing.run_id} ({specialist}, parent {firing.parent_key}, "
                       f"dataset cut {firing.dataset_cut})")
         # Embedded mode trains in a thread of this process: it must live until the run ends.
@@ -116,15 +122,34 @@ def _follow(parts: Container, run_id: str, poll: float = 0.5) -> None:
 
 def _report(run: TrainingRun) -> None:
     if run.status == SUCCEEDED:
-        console.print(f"[green]succeeded[/green]: registered {run.adapter_id}")
+        verdict = {"rejected": "the gate [red]rejected[/red] it",
+                   "promoted": "the gate passed it and it was [green]promoted[/green]",
+                   "candidate": "the gate passed it: a [yellow]candidate[/yellow]"}
+        console.print(f"[green]succeeded[/green]: registered {run.adapter_id}; "
+                      f"{verdict.get(run.gate_outcome or '', 'gate outcome unknown')}")
     else:
         console.print(f"[red]failed[/red] (attempt {run.attempts}): {run.error}")
 
 
+def _json_object(text: str, option: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        console.print(f"[red]{option} is not JSON:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if not isinstance(value, dict):
+        console.print(f"[red]{option} must be a JSON object[/red]")
+        raise typer.Exit(2)
+    return value
+
+
 def _runs_table(runs: list[TrainingRun]) -> None:
-    table = Table("run", "specialist", "parent", "status", "step", "loss", "adapter", "created")
+    table = Table("run", "specialist", "parent")
+    table.add_column("status", no_wrap=True)  # "succeeded (rejected)": the gate's word matters
+    for name in ("step", "loss", "adapter", "created"):
+        table.add_column(name)
     for r in runs:
-        table.add_row(r.run_id, r.specialist, r.parent_adapter_id or "root", r.status,
+        table.add_row(r.run_id, r.specialist, r.parent_adapter_id or "root", r.outcome,
                       f"{r.step}/{r.total_steps}", f"{r.last_loss:.4f}" if r.last_loss else "",
                       r.adapter_id or (r.error or "")[:40], r.created_at.isoformat(timespec="seconds"))
     console.print(table)
@@ -193,13 +218,21 @@ def triggers_set(specialist: str, policy: str = typer.Argument(..., help="The po
         print_json(parts.policies.configure(specialist, parsed, cli_actor()).to_json())
 
 
+@triggers_app.command("clear")
+def triggers_clear(specialist: str, reason: str = typer.Option("", help="Recorded in the event")) -> None:
+    """Drop the policy set with `triggers set`: the contract's is in force again."""
+    with cli_parts() as parts:
+        print_json(parts.policies.clear(specialist, cli_actor(), reason).to_json())
+
+
 @triggers_app.command("firings")
 def triggers_firings(specialist: str = typer.Option(None, "--specialist", "-s")) -> None:
     """Recent firings: policy, reason, parent, dataset cut, run."""
     with cli_parts() as parts:
         table = Table("fired at", "specialist", "policy", "parent", "cut", "run", "reason")
         for f in parts.triggers.firings(specialist):
-            table.add_row(f.fired_at.isoformat(timespec="seconds"), f.specialist, f.policy,
+            policy = f"{f.policy} #{f.rerun}" if f.rerun else f.policy
+            table.add_row(f.fired_at.isoformat(timespec="seconds"), f.specialist, policy,
                           f.parent_key, str(f.dataset_cut), f.run_id[:8], f.reason)
         console.print(table)
 

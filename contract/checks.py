@@ -11,9 +11,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from contract import rubric
+from contract import cel_scan, cel_schema, cel_types, rubric
+from contract.cel_schema import INPUT_TYPES, RESULT_TYPES
 from contract.problems import Problem
 from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES, is_known_event_type
+
+NUMBER, TRUTH = "a number", "a bool"
 
 
 def semantic_problems(data: dict[str, Any]) -> list[Problem]:
@@ -33,27 +36,48 @@ def _expression_problems(evaluation: dict[str, Any], training: dict[str, Any]) -
         for index, item in _items(evaluation, section):
             label = f"{noun} {item.get('id', index)!r}"
             path = f"evaluation.{section}[{index}].expression"
-            yield from _compiled(item.get("expression"), path, label, INPUT_VARIABLES)
+            wanted = NUMBER if section == "criteria" else TRUTH
+            yield from _compiled(item.get("expression"), path, label, INPUT_VARIABLES, wanted)
     when = _table(evaluation, "applies_to").get("when")
-    yield from _compiled(when, "evaluation.applies_to.when", "applies_to.when", INPUT_VARIABLES)
+    yield from _compiled(when, "evaluation.applies_to.when", "applies_to.when", INPUT_VARIABLES,
+                         TRUTH)
     eligible_vars = INPUT_VARIABLES + RESULT_VARIABLES
-    yield from _compiled(training.get("eligible"), "training.eligible", "eligibility", eligible_vars)
+    yield from _compiled(training.get("eligible"), "training.eligible", "eligibility", eligible_vars,
+                         TRUTH)
 
 
-def _compiled(source: Any, path: str, label: str, known: tuple[str, ...]) -> Iterator[Problem]:
+def _compiled(source: Any, path: str, label: str, known: tuple[str, ...],
+              wanted: str) -> Iterator[Problem]:
     if not isinstance(source, str) or not source.strip():
         return  # missing or of the wrong type: the schema check reports it
+    text = source.strip()
     try:
-        rubric.compile_expression(source.strip(), known)
+        rubric.compile_expression(text, known)
     except rubric.ExpressionError as exc:
-        yield Problem(
-            "expression",
-            path,
-            f"{label}: {exc.message}",
-            expression=source.strip(),
-            expression_line=exc.line,
-            expression_column=exc.column,
-        )
+        yield Problem("expression", path, f"{label}: {exc.message}", expression=text,
+                      expression_line=exc.line, expression_column=exc.column)
+        return
+    yield from _type_problems(text, path, label, known, wanted)
+
+
+def _type_problems(text: str, path: str, label: str, known: tuple[str, ...],
+                   wanted: str) -> Iterator[Problem]:
+    """Mistakes of type CEL would make on every subject, found before publishing."""
+    variables = {name: kind for name, kind in {**INPUT_TYPES, **RESULT_TYPES}.items()
+                 if name in known}
+    try:
+        result = cel_types.infer(text, variables)
+    except cel_types.TypeMistake as exc:
+        line, column = cel_scan.line_column(text, exc.offset)
+        yield Problem("type", path, f"{label}: {exc.message}", expression=text,
+                      expression_line=line, expression_column=column)
+        return
+    numeric = result.kind in cel_schema.NUMERIC
+    wrong = (result.kind in cel_schema.CONCRETE or result.kind == "null") and (
+        (wanted == NUMBER and not numeric) or (wanted == TRUTH and result.kind != "bool"))
+    if wrong:
+        yield Problem("type", path, f"{label}: must yield {wanted}, but yields {result.kind}",
+                      expression=text, expression_line=1, expression_column=1)
 
 
 def _duplicate_problems(evaluation: dict[str, Any]) -> Iterator[Problem]:

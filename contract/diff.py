@@ -8,6 +8,7 @@ name; every other setting is compared leaf by leaf with its old and new value.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +19,8 @@ from contract.sections import ContractDocument, Criterion, Gate
 @dataclass(frozen=True)
 class Change:
     section: str  # contract | harness | evaluation | training
-    item: str  # criterion | gate | tool | specialist | trigger | setting
-    kind: str  # added | removed | changed | reweighted | expression_changed
+    item: str  # criterion | gate | tool | specialist | trigger | prompt | skill | setting
+    kind: str  # added | removed | changed | reweighted | expression_changed | text_changed
     path: str  # e.g. "evaluation.criteria.brevity.weight", "harness.tool_allowlist"
     old: Any = None
     new: Any = None
@@ -105,7 +106,44 @@ def _harness(old: ContractDocument, new: ContractDocument) -> list[Change]:
     changes += _named(
         "harness", "specialist", "harness.specialists", before.pop("specialists"), after.pop("specialists")
     )
+    for item, key in (("prompt", "prompts"), ("skill", "skills")):
+        changes += _texts(item, f"harness.{key}", before.pop(key), after.pop(key))
     return changes + _leaves("harness", "harness", before, after)
+
+
+def _texts(item: str, path: str, before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+    """Prompts and skills by name; a stored text that changed shows as a unified diff."""
+    changes: list[Change] = []
+    for name in sorted(before.keys() | after.keys()):
+        a, b = before.get(name), after.get(name)
+        if a == b:
+            continue
+        where = f"{path}.{name}"
+        if a is None or b is None:
+            kind = "added" if a is None else "removed"
+            changes.append(Change("harness", item, kind, where, _text_or_digest(a),
+                                  _text_or_digest(b)))
+            continue
+        old, new = _text_or_digest(a), _text_or_digest(b)
+        if isinstance(a, dict) and isinstance(b, dict):
+            lines = difflib.unified_diff(old.splitlines(), new.splitlines(), f"{name} (old)",
+                                         f"{name} (new)", lineterm="")
+            changes.append(Change("harness", item, "text_changed", where, old, new, "\n".join(lines)))
+        else:
+            same = _digest(a) == _digest(b)
+            note = ("the same content, now stored as text" if same and isinstance(b, dict) else
+                    "the same content, now only a digest" if same else
+                    "changed; only a digest on one side, so the texts cannot be compared")
+            changes.append(Change("harness", item, "changed", where, old, new, note))
+    return changes
+
+
+def _digest(value: Any) -> Any:
+    return value["digest"] if isinstance(value, dict) else value
+
+
+def _text_or_digest(value: Any) -> Any:
+    return value["text"] if isinstance(value, dict) else value
 
 
 def _items(item: str, old: list[Criterion] | list[Gate], new: list[Criterion] | list[Gate]) -> list[Change]:
@@ -212,6 +250,13 @@ def _render(change: Change) -> str:
     if change.kind == "reweighted":
         item_id = change.path.split(".")[-2]
         return f"~ criterion {item_id} reweighted {change.old:g} -> {change.new:g} ({change.note})"
+    if change.kind == "text_changed":
+        body = "\n".join(f"      {line}" for line in change.note.splitlines())
+        return f"~ {change.item} {name} text\n{body}"
+    if change.item in ("prompt", "skill"):
+        sign = {"added": "+", "removed": "-"}.get(change.kind, "~")
+        note = f" ({change.note})" if change.note else ""
+        return f"{sign} {change.item} {name}: {_short(change.old)} -> {_short(change.new)}{note}"
     if change.kind == "expression_changed":
         item_id = change.path.split(".")[-2]
         return f"~ {change.item} {item_id} expression\n      - {change.old}\n      + {change.new}"

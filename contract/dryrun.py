@@ -7,8 +7,8 @@ only subjects scored under both count towards the deltas and the movers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from contract.evaluate import Evaluation
@@ -44,9 +44,19 @@ class DryRunReport:
     became_ineligible: int
     largest_movers: tuple[Mover, ...]
     error_samples: tuple[dict[str, Any], ...]  # a few errors, to show the author why
+    # criterion id -> mean, baseline_mean, mean_delta, compared, errors, baseline_errors
+    criteria: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # specialist ("-": none) -> count, scored, errors, error_rate, mean, baseline_mean, mean_delta
+    specialists: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def error_rate(self) -> float:
+        """Share of the applicable subjects the draft could not score (0 with none)."""
+        return self.errors / self.applicable if self.applicable else 0.0
 
     def to_json(self) -> dict[str, Any]:
         body = {key: getattr(self, key) for key in self.__dataclass_fields__}
+        body["error_rate"] = round(self.error_rate, 6)
         body["histogram"] = list(self.histogram)
         body["baseline_histogram"] = list(self.baseline_histogram)
         body["largest_movers"] = [
@@ -58,9 +68,11 @@ class DryRunReport:
 
 
 def dry_run_report(
-    draft: Sequence[Evaluation], baseline: Sequence[Evaluation], top: int = 10, samples: int = 5
+    draft: Sequence[Evaluation], baseline: Sequence[Evaluation], top: int = 10, samples: int = 5,
+    specialists: Mapping[str, str | None] | None = None,
 ) -> DryRunReport:
-    """Summarise how the draft would re-score the subjects the baseline scored."""
+    """Summarise how the draft would re-score the subjects the baseline scored, overall,
+    per criterion and per specialist (``specialists``: subject id -> who served it)."""
     before = {e.subject_id: e for e in baseline}
     scores = [e.score for e in draft if e.score is not None]
     baseline_scores = [e.score for e in baseline if e.score is not None]
@@ -87,7 +99,56 @@ def dry_run_report(
         became_ineligible=sum(1 for was, now in flips if was and not now),
         largest_movers=tuple(movers),
         error_samples=tuple(_samples(draft, samples)),
+        criteria=_criteria(draft, before),
+        specialists=_by_specialist(draft, before, specialists or {}),
     )
+
+
+def _criteria(draft: Sequence[Evaluation], before: Mapping[str, Evaluation]) -> dict[str, dict[str, Any]]:
+    ids = sorted({c for e in [*draft, *before.values()] for c in e.components}
+                 | {i.removeprefix("criterion:") for e in [*draft, *before.values()]
+                    for i in (err.item for err in e.errors) if i.startswith("criterion:")})
+    found: dict[str, dict[str, Any]] = {}
+    for cid in ids:
+        ours = [e.components[cid] for e in draft if cid in e.components]
+        theirs = [e.components[cid] for e in before.values() if cid in e.components]
+        deltas = [e.components[cid] - before[e.subject_id].components[cid] for e in draft
+                  if cid in e.components and cid in before.get(e.subject_id, _NONE).components]
+        found[cid] = {"mean": _mean(ours), "baseline_mean": _mean(theirs),
+                      "mean_delta": _mean(deltas), "compared": len(deltas),
+                      "errors": _erred(draft, f"criterion:{cid}"),
+                      "baseline_errors": _erred(list(before.values()), f"criterion:{cid}")}
+    return found
+
+
+def _by_specialist(draft: Sequence[Evaluation], before: Mapping[str, Evaluation],
+                   specialists: Mapping[str, str | None]) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[Evaluation]] = {}
+    for evaluation in draft:
+        groups.setdefault(specialists.get(evaluation.subject_id) or "-", []).append(evaluation)
+    found: dict[str, dict[str, Any]] = {}
+    for name in sorted(groups):
+        ours = groups[name]
+        theirs = [before[e.subject_id] for e in ours if e.subject_id in before]
+        applicable = sum(1 for e in ours if e.applicable)
+        errors = sum(1 for e in ours if e.errors)
+        scored = [e.score for e in ours if e.score is not None]
+        deltas = [e.score - (before[e.subject_id].score or 0.0) for e in ours
+                  if e.score is not None and e.subject_id in before
+                  and before[e.subject_id].score is not None]
+        found[name] = {"count": len(ours), "applicable": applicable, "scored": len(scored),
+                       "errors": errors, "error_rate": errors / applicable if applicable else 0.0,
+                       "mean": _mean(scored),
+                       "baseline_mean": _mean([e.score for e in theirs if e.score is not None]),
+                       "mean_delta": _mean(deltas), "compared": len(deltas)}
+    return found
+
+
+def _erred(evaluations: Sequence[Evaluation], item: str) -> int:
+    return sum(1 for e in evaluations if any(err.item == item for err in e.errors))
+
+
+_NONE = Evaluation("", "", False, None, {}, {}, False, "train", False)
 
 
 def histogram(scores: Sequence[float], bins: int = BINS) -> tuple[int, ...]:

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from contract.schedule import parse_schedule
+from contract.schedule import parse_duration, parse_schedule
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -39,7 +39,8 @@ class TriggerPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
     min_new_rewards: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="Fire when this many new eligible rewards arrived since the parent")
+        None, description="Fire when this many new subjects have an eligible train-split reward "
+        "since the last run on the parent (counted under the serving contract version)")
     reward_floor: RewardFloor | None = None
     schedule: str | None = Field(
         None, description="'every <n>m|h|d' or a five-field cron line (UTC); fires when due "
@@ -68,12 +69,25 @@ class TriggerPolicy(BaseModel):
     contract: str | None = Field(
         None, description="Use only rewards made under this contract (a contract's own "
         "policy always uses its own rewards)")
+    backoff_factor: Annotated[float, Field(ge=1.0, le=100.0)] = Field(
+        2.0, description="After each consecutive run on the parent whose successor the gate "
+        "rejected, automatic rules need this many times more new data (1: no backoff)")
+    backoff_wait: str | None = Field(
+        None, description="'<n>m|h|d': after a rejected run, wait at least this long before "
+        "an automatic rule fires again")
 
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, text: str | None) -> str | None:
         if text is not None:
             parse_schedule(text)  # raises ValueError with the reason
+        return text
+
+    @field_validator("backoff_wait")
+    @classmethod
+    def _wait(cls, text: str | None) -> str | None:
+        if text is not None:
+            parse_duration(text)
         return text
 
     @model_serializer(mode="wrap")
@@ -99,6 +113,6 @@ class TriggerPolicy(BaseModel):
 LATER_DEFAULTS: dict[str, Any] = {
     "gate_metric": "offline", "rollout_max_new_tokens": 24, "rollout_harness": "text",
     "rollout_prompts": 32, "dataset": "all", "base_model": None, "hyper": {}, "alias": None,
-    "contract": None,
+    "contract": None, "backoff_factor": 2.0, "backoff_wait": None,
 }
 DISABLED = TriggerPolicy(enabled=False)  # no policy anywhere: only manual triggers

@@ -13,7 +13,7 @@ class Problem:
     """One thing wrong with a draft. `line`/`column` point into the TOML text when known;
     `expression_line`/`expression_column` point into the offending expression."""
 
-    kind: str  # toml | schema | expression | duplicate | reference
+    kind: str  # toml | schema | expression | type | duplicate | reference
     path: str  # e.g. "evaluation.criteria[2].weight"
     message: str
     line: int | None = None

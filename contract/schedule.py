@@ -31,6 +31,17 @@ class Schedule:
         return _next_cron(self.cron or (), moment)
 
 
+_DURATION = re.compile(r"^(\d+)\s*(m|h|d)$")
+
+
+def parse_duration(text: str) -> timedelta:
+    """``<n>m|h|d`` (e.g. ``6h``) as a timedelta; raises ValueError naming what is wrong."""
+    match = _DURATION.match(text.strip())
+    if not match or int(match[1]) < 1:
+        raise ValueError(f"duration {text!r}: expected '<n>m', '<n>h' or '<n>d' with n >= 1")
+    return int(match[1]) * _UNITS[match[2]]
+
+
 def parse_schedule(text: str) -> Schedule:
     """Parse a schedule; raises ValueError naming what is wrong."""
     stripped = text.strip()

@@ -8,14 +8,18 @@ problem is collected rather than the first one raised.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import hashlib
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     StringConstraints,
+    Tag,
     field_validator,
+    model_validator,
 )
 
 from contract.policy import TriggerPolicy
@@ -59,6 +63,47 @@ class Hook(Section):
     digest: Digest | None = None
 
 
+def text_digest(text: str) -> str:
+    """The content address of a prompt's or skill's text: ``sha256:`` + hex of its UTF-8."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class StoredText(Section):
+    """A prompt or skill stored with the contract, addressed by the digest of its text.
+
+    ``digest`` may be left out (it is computed) or written to pin the text: a digest that
+    does not match the text is refused, so the text can be trusted to be what it names.
+    """
+
+    text: Annotated[str, Field(min_length=1)]
+    digest: Digest
+
+    @model_validator(mode="before")
+    @classmethod
+    def _addressed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("text"), str):
+            actual = text_digest(data["text"])
+            if data.get("digest") not in (None, actual):
+                raise ValueError(f"digest {data['digest']} does not match the text ({actual})")
+            data = {**data, "digest": actual}
+        return data
+
+
+def _stored_or_digest(value: Any) -> str:
+    return "text" if isinstance(value, dict | StoredText) else "digest"
+
+
+# A prompt or skill: its text (stored, content-addressed) or, as before, only its digest.
+TextOrDigest = Annotated[
+    Annotated[StoredText, Tag("text")] | Annotated[Digest, Tag("digest")],
+    Discriminator(_stored_or_digest),
+]
+
+
+def digest_of(value: StoredText | str) -> str:
+    return value.digest if isinstance(value, StoredText) else value
+
+
 class Harness(Section):
     base_model: Annotated[str, Field(min_length=1)]
     base_model_digest: Digest | None = None
@@ -66,8 +111,8 @@ class Harness(Section):
     specialists: Annotated[dict[Name, Specialist], Field(min_length=1)]
     tool_allowlist: list[ToolName] = []
     hooks: list[Hook] = []
-    prompts: dict[Name, Digest] = {}
-    skills: dict[Name, Digest] = {}
+    prompts: dict[Name, TextOrDigest] = {}
+    skills: dict[Name, TextOrDigest] = {}
 
     @field_validator("tool_allowlist")
     @classmethod

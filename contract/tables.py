@@ -12,6 +12,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKeyConstraint,
+    Index,
     Integer,
     String,
     Table,
@@ -38,4 +39,25 @@ contract_versions = Table(
     Column("last_event_position", BigInteger, nullable=False),
     ForeignKeyConstraint(["name", "parent_version"],
                          ["contract_versions.name", "contract_versions.version"]),
+)
+
+
+# Which published version serves each specialist of a contract (what a harness runs):
+# append-only, one row per ``contract.serving_moved`` event, keyed by its position, so
+# "what served at T" is the latest move at or before T. Several versions may score at
+# once; one serves.
+contract_serving_moves = Table(
+    "contract_serving_moves",
+    metadata,
+    Column("position", BigInteger, primary_key=True, autoincrement=False),
+    Column("name", String(100), nullable=False),
+    Column("specialist", String(100), nullable=False),
+    Column("version", Integer),  # NULL: from here on no version serves the specialist
+    Column("previous_version", Integer),
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("moved_at", DateTime(timezone=True), nullable=False),
+    ForeignKeyConstraint(["name", "version"], ["contract_versions.name", "contract_versions.version"],
+                         name="fk_contract_serving_moves_version"),
+    Index("ix_contract_serving_moves_lookup", "name", "specialist", "position"),
 )

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from contract.document import ContractDocument, content_hash, parse_contract
+from contract.serving import lock_serving, serve_unserved_in, stop_serving_in
 from contract.tables import contract_versions as cv
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.store import EventStore
@@ -114,20 +115,35 @@ class ContractVersions:
             }, update={"document": document, "content_hash": content_hash(parsed)})
         return self.get(name, version)
 
-    def publish(self, name: str, version: int, actor: str) -> ContractVersion:
-        """Freeze a draft and make it active; the evaluators re-score history under it."""
+    def publish(self, name: str, version: int, actor: str, check: dict[str, Any] | None = None,
+                forced: str | None = None) -> ContractVersion:
+        """Freeze a draft and make it score; the evaluators re-score history under it.
+
+        It serves the specialists it declares that no version serves yet (the first
+        version of a contract serves all of them); others keep their serving version.
+        ``check`` (the publish check's figures) and ``forced`` (why a failed check was
+        overridden) are recorded in the ``contract.published`` event.
+        """
         with self.engine.begin() as conn:
+            lock_serving(conn)
             row = self._row(conn, name, version)
             if row.status != DRAFT:
                 raise VersionConflict(f"{name}@{version} is already {row.status}")
             now = datetime.now(UTC)
+            extra = {key: value for key, value in (("check", check), ("forced", forced)) if value}
             self._write(conn, "contract.published", actor, name, version,
-                        {"content_hash": row.content_hash},
+                        {"content_hash": row.content_hash, **extra},
                         update={"status": PUBLISHED, "published_at": now, "published_by": actor})
+            slots = frozenset(parse_contract(row.document).harness.specialists)
+            serve_unserved_in(conn, self.store, name, version, slots, actor)
         return self.get(name, version)
 
     def retire(self, name: str, version: int, actor: str, reason: str = "") -> ContractVersion:
+        """Stop scoring under a published version. The specialists it serves stop being
+        served, unless another published version declares one: then serving must be
+        moved there first (VersionConflict)."""
         with self.engine.begin() as conn:
+            lock_serving(conn)  # before the log's lock, as every serving writer takes them
             row = self._row(conn, name, version)
             if row.status != PUBLISHED:
                 raise VersionConflict(f"only a published version can be retired; {name}@{version} "
@@ -135,6 +151,13 @@ class ContractVersions:
             self._write(conn, "contract.retired", actor, name, version,
                         {"content_hash": row.content_hash, "reason": reason},
                         update={"status": RETIRED, "retired_at": datetime.now(UTC)})
+            others = {r.version: frozenset(parse_contract(r.document).harness.specialists)
+                      for r in conn.execute(select(cv).where(cv.c.name == name,
+                                                             cv.c.status == PUBLISHED))}
+            try:
+                stop_serving_in(conn, self.store, name, version, actor, others)
+            except Conflict as exc:  # the whole retirement rolls back with it
+                raise VersionConflict(str(exc)) from None
         return self.get(name, version)
 
     def get(self, name: str, version: int) -> ContractVersion:

@@ -56,6 +56,12 @@ class DryRun:
     subjects: int
     truncated: bool  # the range held more than MAX_SUBJECTS subjects; the first ones were used
     report: DryRunReport
+    max_error_rate: float = 1.0  # above it the draft fails the check
+
+    @property
+    def passed(self) -> bool:
+        """Whether the draft's error rate over the applicable subjects is within the limit."""
+        return self.report.error_rate <= self.max_error_rate
 
     def to_json(self) -> dict[str, Any]:
         def ref(v: ContractVersion | None) -> dict[str, Any] | None:
@@ -64,30 +70,37 @@ class DryRun:
 
         return {"draft": ref(self.draft), "baseline": ref(self.baseline),
                 "selection": self.selection.to_json(), "subjects": self.subjects,
-                "truncated": self.truncated, "report": self.report.to_json()}
+                "truncated": self.truncated, "report": self.report.to_json(),
+                "check": {"max_error_rate": self.max_error_rate,
+                          "error_rate": round(self.report.error_rate, 6), "passed": self.passed}}
 
 
 class DryRuns:
-    def __init__(self, store: EventStore, contracts: ContractVersions) -> None:
+    def __init__(self, store: EventStore, contracts: ContractVersions,
+                 max_error_rate: float = 0.05) -> None:
         self.store, self.contracts = store, contracts
         self.subjects = SubjectReader(store)
+        self.max_error_rate = max_error_rate
 
     def run(self, name: str, version: int, selection: Selection, baseline: int | None = None,
-            top: int = 10) -> DryRun:
-        """Score version ``version`` (typically a draft) and ``baseline`` over ``selection``."""
+            top: int = 10, max_error_rate: float | None = None, compare: bool = True) -> DryRun:
+        """Score version ``version`` (typically a draft) and ``baseline`` over ``selection``;
+        ``compare=False`` skips the baseline (the publish check needs only the errors)."""
         draft = self.contracts.get(name, version)
-        base = self._baseline(draft, baseline)
+        base = self._baseline(draft, baseline) if compare else None
         scoring = compile_version(draft)
         subjects, truncated = self._select(scoring.subject_kind, selection)
-        draft_evals, base_evals = [], []
+        draft_evals, base_evals, served_by = [], [], {}
         base_scoring = compile_version(base) if base is not None else None
         for subject in subjects:
             inputs: dict[int, dict[str, Any]] = {}
-            draft_evals.append(_safe(subject, scoring, inputs))
+            evaluation, served_by[subject.id] = _safe(subject, scoring, inputs)
+            draft_evals.append(evaluation)
             if base_scoring is not None:
-                base_evals.append(_safe(subject, base_scoring, inputs))
-        report = dry_run_report(draft_evals, base_evals, top=top)
-        return DryRun(draft, base, selection, len(subjects), truncated, report)
+                base_evals.append(_safe(subject, base_scoring, inputs)[0])
+        report = dry_run_report(draft_evals, base_evals, top=top, specialists=served_by)
+        limit = self.max_error_rate if max_error_rate is None else max_error_rate
+        return DryRun(draft, base, selection, len(subjects), truncated, report, limit)
 
     def _baseline(self, draft: ContractVersion, chosen: int | None) -> ContractVersion | None:
         if chosen is not None:
@@ -140,11 +153,15 @@ def _by_stream(closers: Sequence[Closer]) -> dict[str, list[int]]:
     return found
 
 
-def _safe(subject: Subject, version: ScoringVersion, inputs: dict[int, dict[str, Any]]) -> Evaluation:
+def _safe(subject: Subject, version: ScoringVersion,
+          inputs: dict[int, dict[str, Any]]) -> tuple[Evaluation, str | None]:
+    """The evaluation, and the specialist that served the subject."""
     try:
-        return evaluate(subject, version, inputs)[0]
+        evaluation, subject_input = evaluate(subject, version, inputs)
+        served = subject_input.get("specialist")
+        return evaluation, served if isinstance(served, str) else None
     except Exception as exc:  # report it like a rubric error; a dry run must not die on one subject
         split = version.compiled.document.evaluation.split
         return Evaluation(subject.id, version.ref.content_hash, True, None, {}, {}, False,
                           split_for(subject.id, split.held_out_fraction, split.seed), False,
-                          (EvaluationError("evaluator", f"{type(exc).__name__}: {exc}", "internal"),))
+                          (EvaluationError("evaluator", f"{type(exc).__name__}: {exc}", "internal"),)), None

@@ -49,7 +49,7 @@ class StepResult:
     events: int = 0
     subjects: int = 0
     rewards: int = 0  # newly stored; redelivered subjects add nothing
-    jobs_started: tuple[Job, ...] = ()
+    jobs_started: tuple[Job, ...] = ()  # created by this step; existing ones are not repeated
     job_progress: Job | None = None  # the re-evaluation chunk advanced after the poll
 
 
@@ -141,7 +141,11 @@ class Evaluator:
                 continue
             name, version = event.payload.get("name"), event.payload.get("version")
             try:
-                started.append(self.reevaluations.start(str(name), int(str(version))))
+                # A redelivered or re-read publication finds its job already there: nothing
+                # is started, and nothing is said.
+                job = self.reevaluations.start_new(str(name), int(str(version)))
+                if job is not None:
+                    started.append(job)
             except (VersionNotFound, VersionConflict, ValueError) as exc:
                 log.info("no re-evaluation for %s@%s: %s", name, version, exc)
         return started

@@ -44,7 +44,7 @@ from events.store import EventStore
 from kernel.clock import utc
 from kernel.db import is_postgres
 
-RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
+RUNNING, SUCCEEDED, DEGRADED, FAILED = "running", "succeeded", "degraded", "failed"
 JOB_LOCK_CLASS = 0x48435052  # "HCPR": the class half of the two-key advisory lock of a job
 
 
@@ -56,7 +56,9 @@ class Job:
     from_position: int
     to_position: int
     done_position: int
-    subjects_scored: int
+    subjects_scored: int  # applicable and scored
+    subjects_errored: int  # applicable, but the rubric failed: a reward with errors, no score
+    subjects_skipped: int  # closed in range, but the version does not apply to them
     status: str
     error: str | None
     started_at: datetime
@@ -80,15 +82,26 @@ class Job:
 
 class Reevaluations:
     def __init__(self, engine: Engine, store: EventStore, contracts: ContractVersions,
-                 rewards: RewardStore, chunk_positions: int = 2000) -> None:
+                 rewards: RewardStore, chunk_positions: int = 2000,
+                 degraded_above: float = 0.05) -> None:
         self.engine, self.store, self.contracts, self.rewards = engine, store, contracts, rewards
         self.subjects = SubjectReader(store)
         self.chunk_positions = chunk_positions
+        self.degraded_above = degraded_above  # error share of applicable subjects
         self._compiled: dict[tuple[str, int], ScoringVersion] = {}
 
     def start(self, name: str, version: int, from_position: int = 1) -> Job:
         """The job for (name, version, from_position), created if new (``to_position`` =
         the log head now). Only a published version can re-score history."""
+        return self.ensure(name, version, from_position)[0]
+
+    def start_new(self, name: str, version: int, from_position: int = 1) -> Job | None:
+        """Like ``start``, but None when the job already existed (nothing was started)."""
+        job, created = self.ensure(name, version, from_position)
+        return job if created else None
+
+    def ensure(self, name: str, version: int, from_position: int = 1) -> tuple[Job, bool]:
+        """The job and whether this call created it."""
         found = self.contracts.get(name, version)  # raises VersionNotFound
         if found.status != PUBLISHED:
             raise VersionConflict(f"{found.ref} is {found.status}: only a published version "
@@ -98,17 +111,17 @@ class Reevaluations:
         head = self.store.head()
         row = {"job_id": str(uuid.uuid4()), "contract_name": name, "contract_version": version,
                "from_position": from_position, "to_position": max(head, from_position - 1),
-               "done_position": from_position - 1, "subjects_scored": 0,
-               "status": RUNNING if head >= from_position else SUCCEEDED, "error": None,
-               "started_at": now, "updated_at": now}
+               "done_position": from_position - 1, "subjects_scored": 0, "subjects_errored": 0,
+               "subjects_skipped": 0, "status": RUNNING if head >= from_position else SUCCEEDED,
+               "error": None, "started_at": now, "updated_at": now}
         with self.engine.begin() as conn:
             insert = pg_insert if is_postgres(conn) else sqlite_insert
-            conn.execute(insert(jobs).values(**row).on_conflict_do_nothing(
-                index_elements=["contract_name", "contract_version", "from_position"]))
+            created = conn.execute(insert(jobs).values(**row).on_conflict_do_nothing(
+                index_elements=["contract_name", "contract_version", "from_position"])).rowcount
             found_row = conn.execute(select(jobs).where(
                 jobs.c.contract_name == name, jobs.c.contract_version == version,
                 jobs.c.from_position == from_position)).one()
-        return _job(found_row)
+        return _job(found_row), created == 1
 
     def jobs(self, name: str | None = None, version: int | None = None,
              status: str | None = None) -> list[Job]:
@@ -163,18 +176,39 @@ class Reevaluations:
         try:
             version = self._version(job.contract_name, job.contract_version)
         except (ContractInvalid, ExpressionError) as exc:  # would fail the same way forever
-            return self._save(job, job.done_position, 0, FAILED, f"{type(exc).__name__}: {exc}", [])
+            counts = Tally(job.subjects_scored, job.subjects_errored, job.subjects_skipped)
+            return self._save(job, job.done_position, FAILED, f"{type(exc).__name__}: {exc}", [],
+                              counts)
         upto = min(job.done_position + self.chunk_positions, job.to_position)
         # Read and score outside the write transaction: SQLite allows one writer, and the
         # reads would queue behind it; the conditional update below keeps the result exact.
         events = self.store.read_all(job.done_position, upto - job.done_position)
-        records = score_subjects(self.subjects.closed_by(events, {version.subject_kind}), [version])
-        status = SUCCEEDED if upto >= job.to_position else RUNNING
-        return self._save(job, upto, len(records), status, None, records)
+        subjects = self.subjects.closed_by(events, {version.subject_kind})
+        records = score_subjects(subjects, [version])
+        tally = Tally.of(job, len(subjects), records)
+        if upto < job.to_position:
+            return self._save(job, upto, RUNNING, job.error or tally.sample, records, tally)
+        status, error = self._verdict(tally, job.error or tally.sample)
+        return self._save(job, upto, status, error, records, tally)
 
-    def _save(self, job: Job, done: int, scored: int, status: str, error: str | None,
-              records: list[RewardRecord]) -> Job | None:
-        values = {"done_position": done, "subjects_scored": job.subjects_scored + scored,
+    def _verdict(self, tally: Tally, sample: str | None) -> tuple[str, str | None]:
+        """Failed when errors dominate the applicable subjects, degraded above the
+        threshold: a re-scoring whose rewards are mostly errors is not a success."""
+        applicable = tally.scored + tally.errored
+        if not tally.errored:
+            return SUCCEEDED, None
+        summary = (f"{tally.errored} of {applicable} applicable subjects errored"
+                   + (f" (e.g. {sample})" if sample else ""))
+        if tally.errored > tally.scored:
+            return FAILED, summary
+        if tally.errored / applicable > self.degraded_above:
+            return DEGRADED, summary
+        return SUCCEEDED, summary
+
+    def _save(self, job: Job, done: int, status: str, error: str | None,
+              records: list[RewardRecord], tally: Tally) -> Job | None:
+        values = {"done_position": done, "subjects_scored": tally.scored,
+                  "subjects_errored": tally.errored, "subjects_skipped": tally.skipped,
                   "status": status, "error": error, "updated_at": datetime.now(UTC)}
         with self.engine.connect() as conn, conn.begin() as transaction:
             # Only if nobody advanced the job since it was read (the lock makes that rare;
@@ -193,6 +227,25 @@ class Reevaluations:
         if key not in self._compiled:
             self._compiled[key] = compile_version(self.contracts.get(name, version))
         return self._compiled[key]
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A job's running counts, with one error message to show why."""
+
+    scored: int = 0
+    errored: int = 0
+    skipped: int = 0
+    sample: str | None = None
+
+    @classmethod
+    def of(cls, job: Job, closed: int, records: list[RewardRecord]) -> Tally:
+        errored = [r for r in records if r.errors]
+        first = errored[0].errors[0] if errored else None
+        sample = f"{first.get('item')}: {first.get('message')}" if first else None
+        return cls(job.subjects_scored + len(records) - len(errored),
+                   job.subjects_errored + len(errored),
+                   job.subjects_skipped + closed - len(records), sample)
 
 
 def _lock_key(job_id: str) -> int:

@@ -35,12 +35,13 @@ REWARD_LOCK_KEY = 0x484350525744  # "HCPRWD"; the event log uses "HCPLOG"
 _ID_CHUNK = 500  # ids per IN (...)
 
 
-def _eligible(specialist: str, contract: str | None) -> ColumnElement[bool]:
+def _eligible(specialist: str, contract: str | None, table: Any = rr) -> ColumnElement[bool]:
     """Rewards the trainer may use: eligible under their contract, scored, no error."""
-    condition = ((rr.c.specialist == specialist) & rr.c.eligible.is_(True)
-                 & rr.c.error.is_(None) & rr.c.score.is_not(None))
+    c = table.c
+    condition = ((c.specialist == specialist) & c.eligible.is_(True)
+                 & c.error.is_(None) & c.score.is_not(None))
     if contract is not None:
-        condition = condition & (rr.c.contract_name == contract)
+        condition = condition & (c.contract_name == contract)
     return condition
 
 
@@ -151,11 +152,39 @@ class RewardStore:
         with reading(self.engine, conn) as c:
             return int(c.execute(query).scalar() or 0)
 
-    def served_mean(self, adapter_version: str, window: int,
-                    conn: Connection | None = None) -> tuple[float | None, int]:
-        """Mean score of the last ``window`` scored rewards of subjects the adapter served."""
-        latest = (select(rr.c.score)
-                  .where(rr.c.adapter_version == adapter_version, rr.c.score.is_not(None))
+    def count_new_subjects(self, specialist: str, contract: str | None, version: int | None,
+                           after: int, split: str | None = "train",
+                           conn: Connection | None = None) -> int:
+        """Subjects of ``specialist`` with a usable reward after position ``after`` (under
+        ``contract@version`` when given) that had none at or before it.
+
+        Subjects, not rewards: every active version scores each subject, and a re-scoring
+        of an old subject by a newly published version is not new data.
+        """
+        older = rr.alias("older")
+        seen_before = (select(older.c.position).where(
+            older.c.subject_id == rr.c.subject_id, older.c.position <= after,
+            _eligible(specialist, contract, older)).exists())
+        query = (select(func.count(func.distinct(rr.c.subject_id)))
+                 .where(_eligible(specialist, contract), rr.c.position > after, ~seen_before))
+        if version is not None:
+            query = query.where(rr.c.contract_version == version)
+        if split is not None:
+            query = query.where(rr.c.split == split)
+        with reading(self.engine, conn) as c:
+            return int(c.execute(query).scalar() or 0)
+
+    def served_mean(self, adapter_version: str, window: int, conn: Connection | None = None,
+                    contract: str | None = None,
+                    version: int | None = None) -> tuple[float | None, int]:
+        """Mean score of the last ``window`` scored rewards of subjects the adapter served
+        (only those made by ``contract@version`` when given: one reward per subject)."""
+        scope = [rr.c.adapter_version == adapter_version, rr.c.score.is_not(None)]
+        if contract is not None:
+            scope.append(rr.c.contract_name == contract)
+        if version is not None:
+            scope.append(rr.c.contract_version == version)
+        latest = (select(rr.c.score).where(*scope)
                   .order_by(rr.c.position.desc()).limit(window).subquery())
         with reading(self.engine, conn) as c:
             mean, count = c.execute(select(func.avg(latest.c.score), func.count())).one()
@@ -172,6 +201,27 @@ class RewardStore:
                 found += [from_row(row._mapping) for row in c.execute(query)]
         return sorted(found, key=lambda r: r.position or 0)
 
+    def latest_of(self, contract_name: str, contract_version: int, limit: int) -> list[RewardRecord]:
+        """The newest ``limit`` rewards made under one version, in position order."""
+        query = (select(rr).where(rr.c.contract_name == contract_name,
+                                  rr.c.contract_version == contract_version)
+                 .order_by(rr.c.position.desc()).limit(limit))
+        with self.engine.connect() as conn:
+            found = [from_row(row._mapping) for row in conn.execute(query)]
+        return found[::-1]
+
+    def of_subjects(self, contract_name: str, contract_version: int,
+                    subject_ids: Iterable[str]) -> list[RewardRecord]:
+        """The rewards one version made for these subjects (at most one each)."""
+        ids = sorted(set(subject_ids))
+        found: list[RewardRecord] = []
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _ID_CHUNK):
+                query = select(rr).where(rr.c.contract_name == contract_name,
+                                         rr.c.contract_version == contract_version,
+                                         rr.c.subject_id.in_(ids[start:start + _ID_CHUNK]))
+                found += [from_row(row._mapping) for row in conn.execute(query)]
+        return sorted(found, key=lambda r: r.position or 0)
     # --- what lineage reads: the rewards an event or some sessions led to --------------
 
     def containing_event(self, stream_id: str, position: int, event_id: uuid.UUID | str,

@@ -73,8 +73,10 @@ reevaluations = Table(
     Column("from_position", BigInteger, nullable=False),
     Column("to_position", BigInteger, nullable=False),  # log head when the job started
     Column("done_position", BigInteger, nullable=False),
-    Column("subjects_scored", Integer, nullable=False),
-    Column("status", String(20), nullable=False),  # running | succeeded | failed
+    Column("subjects_scored", Integer, nullable=False),  # applicable and scored without error
+    Column("subjects_errored", Integer, nullable=False, server_default="0"),  # applicable, errored
+    Column("subjects_skipped", Integer, nullable=False, server_default="0"),  # not applicable
+    Column("status", String(20), nullable=False),  # running | succeeded | degraded | failed
     Column("error", Text),
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),

@@ -1,14 +1,24 @@
-"""Turning client input into events: the checks a batch must pass before it is stored."""
+"""Turning client input into events: the checks a batch must pass before it is stored.
+
+Besides the catalogue's schema, a core event that names registry objects (the
+specialist and adapter version of a ``route.decided``, and the ``specialist``,
+``adapter_version`` and ``contract`` of any core event's metadata) is checked against
+the registry when the caller passes a ``references`` check: a serving record naming
+``coding@99`` is refused (422, the field named) instead of stored. ``<specialist>@0``
+names the bare base model (no adapter yet). A harness that runs ahead of the registry
+marks such an event with ``"ahead_of_registry": true`` in its payload (kept, so the
+record says so), or writes an ``x.`` type; neither is checked.
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from events.catalogue import PayloadInvalid, validate_client_event
+from events.catalogue import CUSTOM_PREFIX, PayloadInvalid, validate_client_event
 from events.model import EventMetadata, NewEvent
 from events.store import Appended, EventStore
 from kernel.canonical import canonical_json
@@ -48,15 +58,73 @@ class IngestLimits:
     payload: JsonLimits = field(default_factory=JsonLimits)  # depth, keys, string length
 
 
-def ingest(store: EventStore, items: Sequence[ClientEvent], limits: IngestLimits) -> list[Appended]:
-    """Validate every item, then append the batch all-or-nothing."""
+# The registry's answer to "is this <kind> known": None if so, else why not. Kinds:
+# "specialist", "adapter" (an adapter version id), "contract" (NAME@VERSION).
+ReferenceCheck = Callable[[str, str], str | None]
+AHEAD_OF_REGISTRY = "ahead_of_registry"
+
+
+def ingest(store: EventStore, items: Sequence[ClientEvent], limits: IngestLimits,
+           references: ReferenceCheck | None = None) -> list[Appended]:
+    """Validate every item (and its registry references, given a check), then append the
+    batch all-or-nothing."""
     if not items:
         raise BatchRejected("events", "the batch is empty")
     if len(items) > limits.max_batch_events:
         raise BatchRejected(
             "events", f"{len(items)} events exceed the batch limit of {limits.max_batch_events}", 413
         )
-    return store.append([_to_new_event(i, item, limits) for i, item in enumerate(items)])
+    batch = [_to_new_event(i, item, limits) for i, item in enumerate(items)]
+    if references is not None:
+        _check_references(items, references)
+    return store.append(batch)
+
+
+def _exempt(item: ClientEvent) -> bool:
+    return item.type.startswith(CUSTOM_PREFIX) or item.payload.get(AHEAD_OF_REGISTRY) is True
+
+
+def references_of(item: ClientEvent) -> list[tuple[str, str, str]]:
+    """(field, kind, value) of every registry object a core event names."""
+    if _exempt(item):
+        return []
+    found = [(f"metadata.{name}", kind, value) for name, kind, value in (
+        ("specialist", "specialist", item.specialist),
+        ("adapter_version", "adapter", item.adapter_version),
+        ("contract", "contract", item.contract)) if value]
+    if item.type == "route.decided":
+        found += [(f"payload.{name}", kind, item.payload[name])
+                  for name, kind in (("specialist", "specialist"), ("adapter_version", "adapter"))
+                  if isinstance(item.payload.get(name), str)]
+    return found
+
+
+def _check_references(items: Sequence[ClientEvent], check: ReferenceCheck) -> None:
+    answers: dict[tuple[str, str], str | None] = {}  # each distinct reference asked once
+    for index, item in enumerate(items):
+        if _exempt(item):
+            continue
+        for where, kind, value in references_of(item):
+            if (kind, value) not in answers:
+                answers[kind, value] = check(kind, value)
+            problem = answers[kind, value]
+            if problem is not None:
+                raise BatchRejected(f"events[{index}].{where}", f"{problem} (a harness ahead of "
+                                    f"the registry sets payload.{AHEAD_OF_REGISTRY} = true)")
+        _check_pairing(index, item)
+
+
+def _check_pairing(index: int, item: ClientEvent) -> None:
+    # An adapter version serves its own specialist's slot: "chat" served by "coding@3" is
+    # a harness bug, whatever the registry holds.
+    pairs = [("metadata", item.specialist, item.adapter_version)]
+    if item.type == "route.decided" and isinstance(item.payload, dict):
+        pairs.append(("payload", item.payload.get("specialist"), item.payload.get("adapter_version")))
+    for where, specialist, adapter in pairs:
+        if isinstance(specialist, str) and isinstance(adapter, str) and "@" in adapter \
+                and adapter.rsplit("@", 1)[0] != specialist:
+            raise BatchRejected(f"events[{index}].{where}.adapter_version",
+                                f"adapter '{adapter}' is not a version of specialist '{specialist}'")
 
 
 def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits) -> NewEvent:

@@ -9,6 +9,7 @@ on first use and kept, so a command that only reads the log never loads the trai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -20,10 +21,13 @@ from audit.downstream import Downstream
 from audit.exports.openlineage import OpenLineageEvents
 from audit.lineage import Lineage
 from audit.upstream import Upstream
+from contract.serving import ContractServing
 from contract.versions import ContractVersions
+from evaluators.comparison import Comparisons
 from evaluators.dryrun import DryRuns
 from evaluators.evaluator import Evaluator
 from evaluators.outbox import rewards_table_feed
+from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
 from evaluators.stats import RewardStats
@@ -35,13 +39,16 @@ from events.sql_store import SqlEventStore
 from events.store import EventStore
 from hcp.health import DependencyProbes
 from hcp.migrate import require_schema_at_head
+from hcp.references import RegistryReferences
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
+from kernel.errors import NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.datasets.members import ManifestIndex
 from trainer.gate.heldout import Gate
 from trainer.registry.aliases import Aliases
 from trainer.registry.ancestry import Ancestry
+from trainer.registry.approvals import Approvals
 from trainer.registry.artifacts import ArtifactStore, LocalArtifactStore
 from trainer.registry.registry import Registry
 from trainer.registry.serving import Resolver
@@ -75,6 +82,23 @@ class Container:
         return ContractVersions(self.engine, self.store)
 
     @cached_property
+    def serving(self) -> ContractServing:
+        return ContractServing(self.engine, self.store, self.adapter_of)
+
+    def adapter_of(self, specialist: str, alias: str, at: datetime | None) -> str | None:
+        """Where ``alias`` of ``specialist`` points (None: nowhere, or no such specialist)."""
+        try:
+            move = self.aliases.at(specialist, alias, at)
+        except NotFound:
+            return None
+        return move.adapter_id if move else None
+
+    @cached_property
+    def references(self) -> RegistryReferences:
+        """What ingest checks serving records against (see events/ingest.py)."""
+        return RegistryReferences(self.registry, self.contracts)
+
+    @cached_property
     def keys(self) -> ApiKeys:
         return ApiKeys(self.engine)
 
@@ -96,11 +120,20 @@ class Container:
 
     @cached_property
     def reevaluations(self) -> Reevaluations:
-        return Reevaluations(self.engine, self.store, self.contracts, self.rewards)
+        return Reevaluations(self.engine, self.store, self.contracts, self.rewards,
+                             degraded_above=self.settings.max_error_rate)
 
     @cached_property
     def dry_runs(self) -> DryRuns:
-        return DryRuns(self.store, self.contracts)
+        return DryRuns(self.store, self.contracts, self.settings.max_error_rate)
+
+    @cached_property
+    def publisher(self) -> Publisher:
+        return Publisher(self.contracts, self.dry_runs, self.settings.publish_check_subjects)
+
+    @cached_property
+    def comparisons(self) -> Comparisons:
+        return Comparisons(self.contracts, self.rewards)
 
     def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = 500,
                   reader: LogReader[RecordedEvent] | None = None,
@@ -139,6 +172,10 @@ class Container:
     @cached_property
     def aliases(self) -> Aliases:
         return Aliases(self.engine, self.store)
+
+    @cached_property
+    def approvals(self) -> Approvals:
+        return Approvals(self.engine, self.store)
 
     @cached_property
     def resolver(self) -> Resolver:
@@ -218,7 +255,7 @@ class Container:
     @cached_property
     def triggers(self) -> Triggers:
         return Triggers(self.engine, self.store, self.policies, self.rewards, self.manifests,
-                        self.runs, self.dispatcher)
+                        self.runs, self.dispatcher, self.serving)
 
     def worker_services(self) -> WorkerServices:
         """What a Celery worker process's tasks call (see ``celery_worker``)."""

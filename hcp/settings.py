@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     )
     max_batch_events: int = Field(500, description="Most events one POST /v1/events may carry")
     max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
+    max_error_rate: float = Field(
+        0.05, ge=0.0, le=1.0, description="Largest share of applicable subjects a dry run, the "
+        "publish check or a re-evaluation may fail to score before it fails (or is degraded)")
+    publish_check_subjects: int = Field(
+        500, ge=0, le=10_000, description="Recent subjects a version is dry-run on before it is "
+        "published (0: no check)")
     max_body_bytes: int = Field(
         16_777_216, ge=1, description="Largest request body; larger ones get 413 unread")
     max_json_depth: int = Field(64, ge=1, description="Deepest nesting of an event payload")

@@ -14,9 +14,12 @@ from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from api.deps import ArtifactsDep, RegistryDep, RegistryRead
+from api.jsonbody import StrictJsonRoute
+from api.responses import SECURED, errors
 from trainer.registry.packaging import ADDRESS_RULE, file_in, listing, pack_tar, verified_dir
 
-router = APIRouter(prefix="/v1", tags=["registry"])
+BINARY = {"type": "string", "format": "binary"}
+router = APIRouter(prefix="/v1", tags=["registry"], route_class=StrictJsonRoute, responses=SECURED)
 
 
 class ArtifactFileOut(BaseModel):
@@ -39,7 +42,7 @@ class ArtifactFilesOut(BaseModel):
     base_model: BaseModelOut
 
 
-@router.get("/adapters/{adapter_id}/files", response_model=ArtifactFilesOut)
+@router.get("/adapters/{adapter_id}/files", response_model=ArtifactFilesOut, responses=errors(404))
 def artifact_files(adapter_id: str, registry: RegistryDep, artifacts: ArtifactsDep,
                    _: RegistryRead) -> ArtifactFilesOut:
     """Every file of the version's artifact with its sha256 and size."""
@@ -53,7 +56,7 @@ def artifact_files(adapter_id: str, registry: RegistryDep, artifacts: ArtifactsD
 
 
 @router.get("/adapters/{adapter_id}/files/{path:path}", response_class=FileResponse,
-            responses={200: {"content": {"application/octet-stream": {}},
+            responses={**errors(404), 200: {"content": {"application/octet-stream": {"schema": BINARY}},
                              "description": "The file; X-Content-Sha256 is its sha256"}})
 def artifact_file(adapter_id: str, path: str, registry: RegistryDep, artifacts: ArtifactsDep,
                   _: RegistryRead) -> FileResponse:
@@ -67,7 +70,7 @@ def artifact_file(adapter_id: str, path: str, registry: RegistryDep, artifacts: 
 
 
 @router.get("/adapters/{adapter_id}/artifact", response_class=StreamingResponse,
-            responses={200: {"content": {"application/x-tar": {}},
+            responses={**errors(404), 200: {"content": {"application/x-tar": {"schema": BINARY}},
                              "description": "A tar of the artifact; X-Content-Sha256 is its sha256, "
                                             "X-Artifact-Sha256 the artifact's content address"}})
 def artifact_tar(adapter_id: str, registry: RegistryDep, artifacts: ArtifactsDep,

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from api.deps import ContractsDep, ContractsRead, ContractsWrite
+from api.deps import ContractsDep, ContractsRead, ContractsWrite, PublisherDep
 from api.jsonbody import StrictJsonRoute
 from api.params import VersionPath
 from api.responses import BODY, SECURED, errors
@@ -20,6 +20,8 @@ from api.schemas.contracts import (
     DraftIn,
     HistoryEntryOut,
     JsonSchemaOut,
+    PublishedOut,
+    PublishIn,
     RetireIn,
     ValidOut,
 )
@@ -80,12 +82,16 @@ def edit_draft(name: str, version: VersionPath, body: DocumentIn, contracts: Con
     return contracts.edit_draft(name, version, body.document, principal.actor).summary()
 
 
-@router.post("/{name}/versions/{version}/publish", response_model=ContractVersionSummaryOut,
-             responses=errors(404, 409))
-def publish(name: str, version: VersionPath, contracts: ContractsDep,
-            principal: ContractsWrite) -> dict[str, Any]:
-    """Freeze a draft and make it active; history is then re-scored under it."""
-    return contracts.publish(name, version, principal.actor).summary()
+@router.post("/{name}/versions/{version}/publish", response_model=PublishedOut,
+             responses={**BODY, **errors(404, 409)})
+def publish(name: str, version: VersionPath, publisher: PublisherDep, principal: ContractsWrite,
+            body: PublishIn | None = None) -> dict[str, Any]:
+    """Freeze a draft and make it score (history is then re-scored under it), after a dry
+    run on recent history: 409 (publish_check_failed) when it errors above the threshold,
+    unless forced with a reason."""
+    body = body or PublishIn()
+    published, check = publisher.publish(name, version, principal.actor, body.force, body.reason)
+    return {**published.summary(), "check": check.to_json() if check else None}
 
 
 @router.post("/{name}/versions/{version}/retire", response_model=ContractVersionSummaryOut,

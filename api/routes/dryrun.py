@@ -34,7 +34,8 @@ def dry_run(name: str, version: VersionPath, dry_runs: DryRunsDep, _: ContractsR
         selection = Selection(last, body.from_position, body.to_position)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    return dry_runs.run(name, version, selection, body.baseline, body.top).to_json()
+    return dry_runs.run(name, version, selection, body.baseline, body.top,
+                        body.max_error_rate).to_json()
 
 
 @router.get("/{name}/versions/{version}/reevaluation", response_model=ReevaluationJobsOut,

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
-from api.deps import EventsRead, EventsWrite, MetricsDep, SettingsDep, StoreDep
+from api.deps import EventsRead, EventsWrite, MetricsDep, ReferencesDep, SettingsDep, StoreDep
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.common import INT64_MAX
@@ -40,8 +40,10 @@ def append_events(
     batch: EventBatchIn, store: StoreDep, settings: SettingsDep, metrics: MetricsDep,
     response: Response,
     principal: EventsWrite,
+    references: ReferencesDep,
 ) -> AppendedBatchOut:
-    """Append a batch of events, all or nothing; 200 when every item was a duplicate."""
+    """Append a batch of events, all or nothing; 200 when every item was a duplicate.
+    Registry names in core events are checked (422 naming the field; see docs/events.md)."""
     items = [
         ClientEvent(stream_id=e.stream_id, type=e.type, payload=e.payload, event_id=e.event_id,
                     schema_version=e.schema_version, expected_seq=e.expected_seq,
@@ -49,7 +51,7 @@ def append_events(
         for e in batch.events
     ]
     limits = IngestLimits(settings.max_batch_events, settings.max_payload_bytes, settings.json_limits)
-    appended = ingest(store, items, limits)
+    appended = ingest(store, items, limits, references)
     if not any(a.created for a in appended):
         response.status_code = 200
     metrics.events_appended.inc(sum(a.created for a in appended))

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import AsOfDep, DownstreamDep, LineageRead, UpstreamDep
+from api.jsonbody import StrictJsonRoute
+from api.responses import SECURED, errors
+from api.schemas.common import INT64_MAX, UtcDatetime
 from audit.errors import invalid
 from audit.exports.prov import prov_document
 from audit.views import AsOfOut, DownstreamOut, ManifestOut, MembersPage, RecordsPage, UpstreamOut
 
-router = APIRouter(prefix="/v1", tags=["lineage"])
+router = APIRouter(prefix="/v1", tags=["lineage"], route_class=StrictJsonRoute, responses=SECURED)
 
 Split = Literal["train", "held_out"]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Most items in the page")]
-After = Annotated[int, Query(ge=0, description="Reward position the previous page ended at")]
+After = Annotated[int, Query(ge=0, le=INT64_MAX, description="Reward position the previous page ended at")]
 CONTRACT_REF = re.compile(r"(?P<name>[^@]+)@(?P<version>[0-9]+)")
 
 
@@ -33,39 +35,39 @@ class ProvJsonOut(BaseModel):
     activity: dict[str, Any] = Field(default_factory=dict)
 
 
-@router.get("/lineage/adapters/{adapter_id}", response_model=UpstreamOut)
+@router.get("/lineage/adapters/{adapter_id}", response_model=UpstreamOut, responses=errors(404))
 def upstream(adapter_id: str, lineage: UpstreamDep, _: LineageRead) -> UpstreamOut:
     """Every ancestor to the root: run, trigger, manifest, contract versions, base, gate."""
     return lineage.of(adapter_id)
 
 
-@router.get("/lineage/adapters/{adapter_id}/records", response_model=RecordsPage)
+@router.get("/lineage/adapters/{adapter_id}/records", response_model=RecordsPage, responses=errors(404))
 def upstream_records(adapter_id: str, lineage: UpstreamDep, _: LineageRead, after: After = 0,
                      limit: Limit = 100, split: Split | None = None) -> RecordsPage:
     """The reward records and subject events the version was trained and gated on (paged)."""
     return lineage.records(adapter_id, after, limit, split)
 
 
-@router.get("/lineage/adapters/{adapter_id}/prov", response_model=ProvJsonOut)
+@router.get("/lineage/adapters/{adapter_id}/prov", response_model=ProvJsonOut, responses=errors(404))
 def upstream_prov(adapter_id: str, lineage: UpstreamDep, _: LineageRead) -> dict[str, Any]:
     """The ancestry as W3C PROV-JSON: versions, runs, manifests, contracts, base, agents."""
     return _as_json(prov_document(lineage.of(adapter_id)).serialize(format="json"))
 
 
-@router.get("/manifests/{manifest_id}", response_model=ManifestOut)
+@router.get("/manifests/{manifest_id}", response_model=ManifestOut, responses=errors(404))
 def manifest(manifest_id: str, lineage: UpstreamDep, _: LineageRead) -> ManifestOut:
     """A frozen dataset manifest: hashes, cut, counts, contract versions, the versions it trained."""
     return lineage.manifest(manifest_id)
 
 
-@router.get("/manifests/{manifest_id}/members", response_model=MembersPage)
+@router.get("/manifests/{manifest_id}/members", response_model=MembersPage, responses=errors(404))
 def manifest_members(manifest_id: str, lineage: UpstreamDep, _: LineageRead, after: After = 0,
                      limit: Limit = 100, split: Split | None = None) -> MembersPage:
     """The rewards the manifest lists (subject, session, split), in reward position order."""
     return lineage.members(manifest_id, after, limit, split)
 
 
-@router.get("/lineage/downstream", response_model=DownstreamOut)
+@router.get("/lineage/downstream", response_model=DownstreamOut, responses=errors(404))
 def downstream(
     lineage: DownstreamDep, _: LineageRead,
     event_id: Annotated[str | None, Query(description="One event")] = None,
@@ -99,7 +101,7 @@ def downstream(
 
 
 @router.get("/lineage/as-of", response_model=AsOfOut)
-def as_of(at: Annotated[datetime, Query(description="ISO 8601; naive means UTC")],
+def as_of(at: Annotated[UtcDatetime, Query(description="ISO 8601; naive means UTC")],
           lineage: AsOfDep, _: LineageRead) -> AsOfOut:
     """Every alias's target and the active contract versions at time ``at``."""
     return lineage.at(at)

@@ -39,8 +39,9 @@ ALREADY_FIRED: dict[int | str, dict[str, Any]] = {
 
 def _fire(triggers: Triggers, runs: Runs, specialist: str, body: FireIn, actor: str,
           response: Response) -> dict[str, Any]:
-    firing = triggers.fire_manual(specialist, actor, body.reason or f"manual trigger by {actor}",
-                                  body.parent, body.base_model)
+    reason = body.reason or ("" if body.force else f"manual trigger by {actor}")
+    firing = triggers.fire_manual(specialist, actor, reason, body.parent, body.base_model,
+                                  body.force, body.hyper)
     if not firing.created:
         response.status_code = 200
     return {"firing": firing.to_json(), "run": runs.get(firing.run_id).to_json()}
@@ -106,7 +107,8 @@ def get_policy(specialist: str, triggers: TriggersDep, policies: PoliciesDep,
     state = triggers.state(specialist)
     return {"specialist": specialist, **policies.effective(specialist).to_json(),
             "state": {**state.__dict__, "now": state.now.isoformat(),
-                      "last_fired_at": state.last_fired_at.isoformat() if state.last_fired_at else None}}
+                      "last_fired_at": state.last_fired_at.isoformat() if state.last_fired_at else None,
+                      "rejected_at": state.rejected_at.isoformat() if state.rejected_at else None}}
 
 
 @router.put("/triggers/{specialist}", response_model=PolicyOut, response_model_exclude_unset=True,

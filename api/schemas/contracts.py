@@ -11,7 +11,7 @@ from api.schemas.common import INT64_MAX, JsonObject, Out, Timestamp, Version
 from evaluators.dryrun import MAX_SUBJECTS
 
 ContractStatus = Literal["draft", "published", "retired"]
-JobStatus = Literal["running", "succeeded", "failed"]
+JobStatus = Literal["running", "succeeded", "degraded", "failed"]
 
 
 class DraftIn(BaseModel):
@@ -35,6 +35,17 @@ class DryRunIn(BaseModel):
     from_position: int | None = Field(None, ge=1, le=INT64_MAX, description="First position of a range")
     to_position: int | None = Field(None, ge=1, le=INT64_MAX, description="Last position of a range")
     top: int = Field(10, ge=0, le=100, description="How many of the largest movers to list")
+    max_error_rate: float | None = Field(
+        None, ge=0.0, le=1.0, description="check.passed is false above this share of errored "
+        "applicable subjects; default HCP_MAX_ERROR_RATE")
+
+
+class PublishIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    force: bool = Field(False, description="Publish although the dry run on recent history "
+                        "errors above the threshold")
+    reason: str = Field("", description="Why it is forced; required with force, recorded in "
+                        "the contract.published event")
 
 
 class ReevaluateIn(BaseModel):
@@ -56,6 +67,23 @@ class ContractVersionSummaryOut(Out):
     published_at: datetime | None
     published_by: str | None
     retired_at: datetime | None
+
+
+class PublishCheckOut(Out):
+    """The dry run a version passed (or was forced past) before it was published."""
+
+    subjects: int
+    applicable: int
+    errors: int
+    error_rate: float
+    max_error_rate: float
+    passed: bool
+    samples: list[JsonObject]
+
+
+class PublishedOut(ContractVersionSummaryOut):
+    check: PublishCheckOut | None = Field(description="Null when checks are off "
+                                          "(HCP_PUBLISH_CHECK_SUBJECTS=0)")
 
 
 class ContractVersionOut(ContractVersionSummaryOut):
@@ -87,8 +115,10 @@ class HistoryEntryOut(Out):
 
 class ChangeOut(Out):
     section: str = Field(description="contract | harness | evaluation | training")
-    item: str = Field(description="criterion | gate | tool | specialist | trigger | setting")
-    kind: str = Field(description="added | removed | changed | reweighted | expression_changed")
+    item: str = Field(description="criterion | gate | tool | specialist | trigger | prompt | "
+                      "skill | setting")
+    kind: str = Field(description="added | removed | changed | reweighted | expression_changed | "
+                      "text_changed (note: a unified diff)")
     path: str
     old: Any
     new: Any
@@ -137,6 +167,19 @@ class DryRunReportOut(Out):
     became_ineligible: int
     largest_movers: list[MoverOut]
     error_samples: list[JsonObject]
+    error_rate: float = Field(description="Errored share of the applicable subjects")
+    criteria: dict[str, JsonObject] = Field(
+        description="Per criterion: mean, baseline_mean, mean_delta, compared, errors, "
+        "baseline_errors")
+    specialists: dict[str, JsonObject] = Field(
+        description="Per specialist: count, applicable, scored, errors, error_rate, mean, "
+        "baseline_mean, mean_delta, compared")
+
+
+class DryRunCheckOut(Out):
+    max_error_rate: float
+    error_rate: float
+    passed: bool = Field(description="False: the CLI exits 1, publishing refuses")
 
 
 class DryRunOut(Out):
@@ -146,6 +189,7 @@ class DryRunOut(Out):
     subjects: int
     truncated: bool = Field(description="The range held more subjects than a dry run scores")
     report: DryRunReportOut
+    check: DryRunCheckOut
 
 
 class ReevaluationJobOut(Out):
@@ -155,7 +199,9 @@ class ReevaluationJobOut(Out):
     from_position: int
     to_position: int
     done_position: int
-    subjects_scored: int
+    subjects_scored: int = Field(description="Applicable and scored")
+    subjects_errored: int = Field(description="Applicable, but the rubric failed: no score")
+    subjects_skipped: int = Field(description="Not applicable")
     status: JobStatus
     error: str | None
     started_at: Timestamp

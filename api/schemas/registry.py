@@ -95,6 +95,8 @@ class AliasMoveOut(Out):
     actor: str
     reason: str
     moved_at: Timestamp
+    kind: str = Field(description="move | rollback (previous_adapter_id: the version rolled "
+                      "back from, now rolled_back)")
 
 
 class AliasPointerOut(Out):

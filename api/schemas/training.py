@@ -17,6 +17,11 @@ class FireIn(BaseModel):
     )
     base_model: str | None = Field(None, description="Base model of a root version")
     reason: str = Field("", description="Recorded in the trigger.fired event")
+    force: bool = Field(False, description="A new run even if this work (parent, data) was "
+                        "fired before, with the policy's current hyper-parameters and gate; "
+                        "needs a reason")
+    hyper: JsonObject = Field(default_factory=dict,
+                              description="Hyper-parameter overrides for this run")
 
 
 class StartIn(FireIn):
@@ -50,6 +55,8 @@ class TrainingRunOut(Out):
     updated_at: Timestamp
     started_at: Timestamp | None
     finished_at: Timestamp | None
+    gate_outcome: str | None = Field(None, description="Once succeeded, what the gate made of "
+                                     "the successor: candidate | promoted | rejected")
 
 
 class FiringOut(Out):
@@ -57,11 +64,12 @@ class FiringOut(Out):
     specialist: str
     parent_key: str = Field(description="The parent adapter id, or 'root'")
     dataset_cut: int = Field(description="Last eligible reward position included")
-    policy: str = Field(description="count | drift | schedule | manual")
+    policy: str = Field(description="count | drift | schedule | manual | forced")
     reason: str
     run_id: str
     fired_by: str
     fired_at: Timestamp
+    rerun: int = Field(0, description="0: the work's first run; n: its n-th forced re-run")
     created: bool = Field(description="False when this work had been fired before")
 
 
@@ -101,6 +109,8 @@ class TriggerPolicyOut(Out):
     hyper: JsonObject = Field(default_factory=dict)
     alias: str | None = None
     contract: str | None = None
+    backoff_factor: float = 2.0
+    backoff_wait: str | None = None
 
 
 class ResolvedPolicyOut(Out):
@@ -126,6 +136,10 @@ class SpecialistStateOut(Out):
     production_count: int
     last_fired_at: Timestamp | None
     now: Timestamp
+    counted_from: int = Field(description="New data counts after this reward position: the "
+                              "cut of the last run on the parent, else the parent's own")
+    rejections: int = Field(description="Consecutive latest runs on the parent the gate rejected")
+    rejected_at: Timestamp | None
 
 
 class PolicyStateOut(PolicyOut):

@@ -75,13 +75,13 @@ def test_a_trigger_fires_once_and_says_why(parts, seeded, recorder):
     fired = results["coding"].fired
     assert fired is not None and fired.created and fired.policy == "count"
     # 8 of the 12 seeded rewards are train split: held-out ones gate, they are not new data
-    assert "8 new eligible rewards" in fired.reason and fired.parent_key == "root"
+    assert "8 new subjects with eligible rewards" in fired.reason and fired.parent_key == "root"
     assert fired.dataset_cut == 12
     assert results["chat"].fired is None
     assert recorder.sent == [fired.run_id]
     again = {r.specialist: r for r in parts.triggers.evaluate()}["coding"]
-    assert again.fired is not None and not again.fired.created  # the same work, found again
-    assert again.fired.run_id == fired.run_id and "already fired" in again.note
+    # new data counts from the last run on the parent: nothing is new, nothing fires
+    assert again.fired is None and "not due: 0 new subjects since the last run on root" in again.note
     manual = parts.triggers.fire_manual("coding", "tester", "by hand", parent="root")
     assert not manual.created and manual.run_id == fired.run_id
     assert recorder.sent == [fired.run_id]

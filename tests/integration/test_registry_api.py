@@ -97,7 +97,7 @@ def test_policies_and_firings_are_listed(api, parts):
     evaluated = client.post("/v1/triggers/evaluate", headers=as_("train:write")).json()
     fired = [e for e in evaluated if e["firing"]]
     assert [e["specialist"] for e in fired] == ["coding"]
-    assert "8 new eligible" in fired[0]["note"]  # train split only
+    assert "8 new subjects" in fired[0]["note"]  # train split only
     firings = client.get("/v1/triggers/firings", headers=as_("registry:read")).json()
     assert len(firings) == 1 and firings[0]["policy"] == "count"
     state = client.get("/v1/triggers/coding", headers=as_("registry:read")).json()["state"]

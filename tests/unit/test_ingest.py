@@ -90,3 +90,48 @@ def test_payloads_beyond_the_json_limits_are_refused_by_field(payload: dict, fie
 
     assert (caught.value.field, caught.value.status) == (field, 422)
     assert store.batches == []
+
+
+class Registry:
+    """A fake reference check: knows chat, coding, coding@1 and default@1; counts questions."""
+
+    known = {("specialist", "chat"), ("specialist", "coding"), ("adapter", "coding@1"),
+             ("contract", "default@1")}
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def __call__(self, kind: str, value: str) -> str | None:
+        self.asked.append((kind, value))
+        return None if (kind, value) in self.known else f"no {kind} '{value}'"
+
+
+def routed(adapter: str, specialist: str = "coding", **kwargs: object) -> ClientEvent:
+    payload = {"specialist": specialist, "adapter_version": adapter, **kwargs}
+    return ClientEvent(stream_id="s", type="route.decided", payload=payload)
+
+
+def test_serving_records_naming_unknown_registry_objects_are_refused() -> None:
+    store, check = RecordingStore(), Registry()
+    with pytest.raises(BatchRejected) as caught:
+        ingest(store, [routed("coding@1"), routed("coding@99")], LIMITS, check)
+    assert caught.value.field == "events[1].payload.adapter_version"
+    assert "no adapter 'coding@99'" in caught.value.message and "ahead_of_registry" in caught.value.message
+    with pytest.raises(BatchRejected) as meta:
+        ingest(store, [turn(contract="default@7")], LIMITS, check)
+    assert meta.value.field == "events[0].metadata.contract"
+    with pytest.raises(BatchRejected, match="not a version of specialist 'chat'") as paired:
+        ingest(store, [routed("coding@1", specialist="chat")], LIMITS, check)
+    assert paired.value.field == "events[0].payload.adapter_version"
+    assert store.batches == []
+
+
+def test_known_names_the_escape_and_custom_types_pass_and_each_name_is_asked_once() -> None:
+    store, check = RecordingStore(), Registry()
+    ingest(store, [routed("coding@1"), routed("coding@1"), turn(specialist="coding")], LIMITS, check)
+    assert sorted(check.asked) == [("adapter", "coding@1"), ("specialist", "coding")]
+    ahead = routed("coding@99", ahead_of_registry=True)
+    custom = ClientEvent(stream_id="s", type="x.route", payload={}, adapter_version="coding@99")
+    ingest(store, [ahead, custom], IngestLimits(3, 1024), check)
+    assert len(store.batches) == 2
+    ingest(store, [routed("coding@99")], LIMITS)  # no check given: nothing is looked up

@@ -71,7 +71,7 @@ CASES: list[tuple[type[BaseModel], Any]] = [
     (c.DryRunOut, DryRun(VERSION, None, Selection(last=5), 1, False, DryRunReport(
         1, 1, 1, 0, 0, 0.5, None, 0, None, (1,) + (0,) * 9, (0,) * 10, 0, 0,
         (Mover("s1", 0.25, 0.5),), ({"subject_id": "s", "errors": []},))).to_json()),
-    (c.ReevaluationJobOut, Job("j", "default", 1, 1, 10, 5, 3, "running", None, NOW, NOW).to_json()),
+    (c.ReevaluationJobOut, Job("j", "default", 1, 1, 10, 5, 3, 0, 0, "running", None, NOW, NOW).to_json()),
     (w.RewardOut, RewardRecord(UUID, "sub", "episode", "s", 1, 3, ("e1",), "default", 1, "h" * 64,
                                "ev@1", 0.75, {"brevity": 1, "tone": 0.5}, {"safe": True}, "train",
                                "coding", "coding@1", True, ({"item": "gate:x", "message": "m",

@@ -2,8 +2,11 @@
 
 An alias has no row of its own: it is the latest of its ``alias_moves`` (append-only,
 keyed by the position of the ``alias.moved`` event). "What did production point to at
-T" is the latest move at or before T; a rollback is one more move, back to the target
-the latest move replaced.
+T" is the latest move at or before T. A rollback is one more move (kind ``rollback``),
+back to the latest earlier target that was not itself rolled back from, and it marks the
+version it leaves ``rolled_back``: a second rollback never re-deploys what the first
+one removed. A protected alias moves only with a second actor's approval
+(``approvals.py``); every path that moves one here refuses with ``AliasProtected``.
 """
 
 from __future__ import annotations
@@ -22,17 +25,76 @@ from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
 from trainer.journal import lock_registry, record, specialist_stream
-from trainer.registry.model import AliasMove, AliasWindow
-from trainer.registry.tables import adapter_versions, alias_moves, specialists
+from trainer.registry.model import ROLLED_BACK, AliasMove, AliasWindow
+from trainer.registry.status import change_status_in, effective_status_in
+from trainer.registry.tables import adapter_versions, alias_moves, alias_protections, specialists
 
 ALIAS_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,99}")
 _UNSET: Any = object()
 
 
+class AliasProtected(Conflict):
+    """The alias needs a second actor's approval to move (HTTP 409)."""
+
+    code = "alias_protected"
+
+
 def _move(row: Any) -> AliasMove:
     return AliasMove(position=row.position, specialist=row.specialist, alias=row.alias,
                      adapter_id=row.adapter_id, previous_adapter_id=row.previous_adapter_id,
-                     actor=row.actor, reason=row.reason, moved_at=utc(row.moved_at))
+                     actor=row.actor, reason=row.reason, moved_at=utc(row.moved_at),
+                     kind=row.kind)
+
+
+def is_protected_in(conn: Connection, specialist: str, alias: str) -> bool:
+    """Whether moving the alias needs approval (the latest protection row says so)."""
+    protected = conn.execute(
+        select(alias_protections.c.protected).where(alias_protections.c.specialist == specialist,
+                                                    alias_protections.c.alias == alias)
+        .order_by(alias_protections.c.position.desc()).limit(1)).scalar()
+    return bool(protected)
+
+
+def rollback_target_in(conn: Connection, specialist: str, alias: str) -> tuple[str, str]:
+    """(current target, where a rollback goes): the latest earlier target that is not the
+    current one and was not rolled back from since it was last deliberately moved to.
+
+    Raises:
+        Conflict: the alias is unset, or no earlier target qualifies.
+    """
+    rows = conn.execute(select(alias_moves).where(alias_moves.c.specialist == specialist,
+                                                  alias_moves.c.alias == alias)
+                        .order_by(alias_moves.c.position)).all()
+    moves = [_move(r) for r in rows]
+    if not moves or moves[-1].adapter_id is None:
+        raise Conflict(f"{specialist}/{alias} points nowhere: nothing to roll back")
+    current = moves[-1].adapter_id
+    rolled_back: set[str] = {current}
+    for move in moves:
+        if move.kind == "rollback" and move.previous_adapter_id:
+            rolled_back.add(move.previous_adapter_id)
+        elif move.adapter_id and move.adapter_id != current:
+            rolled_back.discard(move.adapter_id)  # moved to deliberately again since
+    for move in reversed(moves[:-1]):
+        if move.adapter_id and move.adapter_id not in rolled_back:
+            return current, move.adapter_id
+    raise Conflict(f"{specialist}/{alias} has no earlier target that was not itself rolled "
+                   f"back from (current: {current})")
+
+
+def rollback_in(conn: Connection, store: EventStore, specialist: str, alias: str, actor: str,
+                reason: str, approved: bool = False) -> AliasMove:
+    """Roll the alias back inside an open transaction; the version left becomes rolled_back."""
+    _refuse_if_protected(conn, specialist, alias, approved)
+    current, target = rollback_target_in(conn, specialist, alias)
+    move = move_in(conn, store, specialist, alias, target, actor,
+                   reason or f"rollback from {current} to {target}", kind="rollback",
+                   approved=approved)
+    status = effective_status_in(conn, current)
+    if status != ROLLED_BACK:
+        change_status_in(conn, store, current, specialist, ROLLED_BACK, status, actor,
+                         f"{specialist}/{alias} rolled back from it to {target}")
+    return move
 
 
 def latest_move(conn: Connection, specialist: str, alias: str,
@@ -46,19 +108,32 @@ def latest_move(conn: Connection, specialist: str, alias: str,
     return _move(row) if row else None
 
 
+def _refuse_if_protected(conn: Connection, specialist: str, alias: str, approved: bool) -> None:
+    if not approved and is_protected_in(conn, specialist, alias):
+        raise AliasProtected(
+            f"{specialist}/{alias} is protected: request the move (POST /v1/specialists/"
+            f"{specialist}/aliases/{alias}/requests, or hcp alias request) and have another "
+            "key approve it")
+
+
 def move_in(
     conn: Connection, store: EventStore, specialist: str, alias: str, adapter_id: str | None,
-    actor: str, reason: str, expected_current: str | None = _UNSET,
+    actor: str, reason: str, expected_current: str | None = _UNSET, kind: str = "move",
+    approved: bool = False,
 ) -> AliasMove:
     """Move ``alias`` inside an open transaction (the caller holds the registry lock).
+
+    ``approved``: a second actor approved the move (only ``approvals.py`` says so).
 
     Raises:
         Invalid: a malformed alias name or an adapter of another specialist.
         NotFound: no such adapter.
+        AliasProtected: the alias is protected and the move was not approved.
         Conflict: ``expected_current`` differs from the current target, or no change.
     """
     if not ALIAS_NAME.fullmatch(alias):
         raise Invalid(f"alias '{alias}' must match {ALIAS_NAME.pattern}")
+    _refuse_if_protected(conn, specialist, alias, approved)
     if adapter_id is not None:
         owner = conn.execute(select(adapter_versions.c.specialist)
                              .where(adapter_versions.c.adapter_id == adapter_id)).scalar()
@@ -74,11 +149,11 @@ def move_in(
         raise Conflict(f"{specialist}/{alias} already points to {adapter_id}")
     event = record(store, conn, specialist_stream(specialist), "alias.moved", {
         "specialist": specialist, "alias": alias, "adapter_id": adapter_id,
-        "previous_adapter_id": current_id, "reason": reason,
+        "previous_adapter_id": current_id, "reason": reason, "kind": kind,
     }, actor, specialist=specialist, adapter_version=adapter_id)
     move = AliasMove(position=event.position, specialist=specialist, alias=alias,
                      adapter_id=adapter_id, previous_adapter_id=current_id, actor=actor,
-                     reason=reason, moved_at=utc(event.recorded_at))
+                     reason=reason, moved_at=utc(event.recorded_at), kind=kind)
     conn.execute(alias_moves.insert().values(**asdict(move)))
     return move
 
@@ -97,14 +172,12 @@ class Aliases:
                            expected_current)
 
     def rollback(self, specialist: str, alias: str, actor: str, reason: str) -> AliasMove:
-        """Move ``alias`` back to the target its latest move replaced."""
+        """Move ``alias`` back to the latest earlier target that was not itself rolled back
+        from; the version it leaves becomes ``rolled_back``. The move says both."""
         with self.engine.begin() as conn:
             lock_registry(conn)
-            current = latest_move(conn, specialist, alias)
-            if current is None or current.previous_adapter_id is None:
-                raise Conflict(f"{specialist}/{alias} has no earlier target to roll back to")
-            return move_in(conn, self.store, specialist, alias, current.previous_adapter_id,
-                           actor, reason or f"rollback from {current.adapter_id}")
+            self._require_specialist(conn, specialist)
+            return rollback_in(conn, self.store, specialist, alias, actor, reason)
 
     def at(self, specialist: str, alias: str, at: datetime | None = None) -> AliasMove | None:
         """The move in effect at ``at`` (now when None); None if the alias was unset then."""

@@ -8,10 +8,11 @@ from typing import Any, Literal
 
 from kernel.values import JsonValue
 
-AdapterStatus = Literal["candidate", "promoted", "rejected"]
+AdapterStatus = Literal["candidate", "promoted", "rejected", "rolled_back"]
 CANDIDATE: AdapterStatus = "candidate"
 PROMOTED: AdapterStatus = "promoted"
 REJECTED: AdapterStatus = "rejected"
+ROLLED_BACK: AdapterStatus = "rolled_back"  # an alias was rolled back away from it
 
 
 ADAPTER_ID_LENGTH = 120  # "<specialist>@<version>", as stored
@@ -93,6 +94,7 @@ class AliasMove(JsonValue):
     actor: str
     reason: str
     moved_at: datetime
+    kind: str = "move"  # move | rollback (then previous_adapter_id is what was rolled back from)
 
 
 @dataclass(frozen=True)

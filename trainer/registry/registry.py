@@ -40,6 +40,7 @@ from trainer.registry.model import (
     adapter_id_of,
 )
 from trainer.registry.rows import adapter_from_row, base_from_row
+from trainer.registry.status import change_status_in as record_status_in
 from trainer.registry.tables import (
     adapter_contract_versions,
     adapter_status_changes,
@@ -203,13 +204,8 @@ class Registry:
 
 def change_status_in(conn: Connection, store: EventStore, adapter: AdapterVersion, status: str,
                      actor: str, reason: str) -> None:
-    event = record(store, conn, specialist_stream(adapter.specialist), "adapter.status_changed", {
-        "adapter_id": adapter.adapter_id, "status": status, "previous_status": adapter.status,
-        "reason": reason,
-    }, actor, specialist=adapter.specialist, adapter_version=adapter.adapter_id)
-    conn.execute(adapter_status_changes.insert().values(
-        position=event.position, adapter_id=adapter.adapter_id, status=status, actor=actor,
-        reason=reason, changed_at=event.recorded_at))
+    record_status_in(conn, store, adapter.adapter_id, adapter.specialist, status, adapter.status,
+                     actor, reason)
 
 
 def _read_model_dir(path: str | Path) -> tuple[Path, str, dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     ForeignKey,
@@ -112,6 +113,9 @@ alias_moves = Table(
     Column("actor", String(200), nullable=False),
     Column("reason", Text, nullable=False),
     Column("moved_at", DateTime(timezone=True), nullable=False),
+    # move | rollback: a rollback's previous_adapter_id is the version it rolled back from,
+    # which a later rollback will not return to.
+    Column("kind", String(20), nullable=False, server_default="move"),
     Index("ix_alias_moves_lookup", "specialist", "alias", "position"),
     Index("ix_alias_moves_adapter", "adapter_id"),  # when was this version a target
 )
@@ -129,4 +133,50 @@ adapter_ancestry = Table(
     Column("ancestor_id", String(ADAPTER_ID), ForeignKey("adapter_versions.adapter_id"),
            nullable=False),
     Index("ix_adapter_ancestry_ancestor", "ancestor_id", "descendant_id"),
+)
+
+
+# Whether moving an alias needs a second key's approval; the latest row of an alias wins.
+alias_protections = Table(
+    "alias_protections",
+    metadata,
+    Column("position", BigInteger, primary_key=True, autoincrement=False),
+    Column("specialist", String(100), ForeignKey("specialists.name"), nullable=False),
+    Column("alias", String(100), nullable=False),
+    Column("protected", Boolean, nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("changed_at", DateTime(timezone=True), nullable=False),
+    Index("ix_alias_protections_lookup", "specialist", "alias", "position"),
+)
+
+
+# A move of a protected alias waiting for a second actor; decided once (approved or
+# rejected) by a row in alias_move_decisions.
+alias_move_requests = Table(
+    "alias_move_requests",
+    metadata,
+    Column("request_id", String(36), primary_key=True),
+    Column("position", BigInteger, nullable=False),  # of its alias.move_requested event
+    Column("specialist", String(100), ForeignKey("specialists.name"), nullable=False),
+    Column("alias", String(100), nullable=False),
+    Column("kind", String(20), nullable=False),  # move | rollback
+    Column("adapter_id", String(ADAPTER_ID)),  # the target (a rollback's, as computed then)
+    Column("expected_current", String(ADAPTER_ID)),  # the alias's target when requested
+    Column("requested_by", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("requested_at", DateTime(timezone=True), nullable=False),
+)
+
+
+alias_move_decisions = Table(
+    "alias_move_decisions",
+    metadata,
+    Column("request_id", String(36), ForeignKey("alias_move_requests.request_id"),
+           primary_key=True),
+    Column("position", BigInteger, nullable=False),
+    Column("decision", String(20), nullable=False),  # approved | rejected
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("decided_at", DateTime(timezone=True), nullable=False),
 )

@@ -50,6 +50,12 @@ class TrainingRun(JsonValue):
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    gate_outcome: str | None = None  # once succeeded: candidate | promoted | rejected
+
+    @property
+    def outcome(self) -> str:
+        """The status, with what the gate made of a successor: "succeeded (rejected)"."""
+        return f"{self.status} ({self.gate_outcome})" if self.gate_outcome else self.status
 
     @property
     def finished(self) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlalchemy.engine import Engine
 
 from events.store import EventStore
 from trainer.journal import lock_registry
-from trainer.registry.aliases import move_in
-from trainer.registry.model import PROMOTED, AdapterVersion, NewAdapter
+from trainer.registry.aliases import is_protected_in, move_in
+from trainer.registry.approvals import request_in
+from trainer.registry.model import CANDIDATE, PROMOTED, AdapterVersion, NewAdapter
 from trainer.registry.registry import Registry, register_in
 from trainer.runs.model import LeaseLost, TrainingRun
 from trainer.runs.store import Runs
@@ -25,12 +28,19 @@ class Registration:
             current = self.runs.reload_in(conn, run.run_id)
             if current.status != "running" or current.lease_owner != worker:
                 raise LeaseLost(f"run {run.run_id} is {current.status} under {current.lease_owner}")
+            alias = str(run.gate.get("alias", "production"))
+            # A protected alias is not moved by the gate: the version waits as a candidate
+            # with a move request that a person approves.
+            held = new.status == PROMOTED and is_protected_in(conn, run.specialist, alias)
+            new = replace(new, status=CANDIDATE) if held else new
             adapter = register_in(conn, self.store, new, worker)
             self.runs.succeed_in(conn, run.run_id, worker, adapter.adapter_id, {
                 "status": new.status, "artifact_sha256": new.artifact_sha256, "gate_reason": reason,
             })
             if new.status == PROMOTED:
-                alias = str(run.gate.get("alias", "production"))
                 move_in(conn, self.store, run.specialist, alias, adapter.adapter_id, worker,
                         f"auto-promoted by run {run.run_id}: {reason}")
+            elif held:
+                request_in(conn, self.store, run.specialist, alias, adapter.adapter_id, worker,
+                           f"the gate passed run {run.run_id} ({reason}); {alias} is protected")
         return self.registry.adapter(adapter.adapter_id)  # as committed, with contract hashes

@@ -56,6 +56,7 @@ class Runs:
         now = utcnow()
         row = {**values, "status": QUEUED, "step": 0, "last_loss": None, "error": None,
                "attempts": 0, "lease_owner": None, "lease_until": None, "adapter_id": None,
+               "gate_outcome": None,
                "created_at": now, "updated_at": now, "started_at": None, "finished_at": None}
         conn.execute(tr.insert().values(**row))
         self._event(conn, row["run_id"], row["specialist"], "training.queued", {
@@ -143,7 +144,8 @@ class Runs:
         run = self.reload_in(conn, run_id)
         if run.status != RUNNING or run.lease_owner != owner:
             raise LeaseLost(f"run {run_id} is {run.status} under {run.lease_owner}, not {owner}")
-        self._finish(conn, run, SUCCEEDED, None, owner, adapter_id=adapter_id, extra=summary)
+        self._finish(conn, run, SUCCEEDED, None, owner, adapter_id=adapter_id, extra=summary,
+                     gate_outcome=summary.get("status"))
 
     def fail(self, run_id: str, reason: str, owner: str | None = None) -> bool:
         """Mark a queued or running run failed; with ``owner``, only while it holds the lease."""
@@ -172,6 +174,17 @@ class Runs:
                         {"reason": reason, "previous_error": run.error}, actor)
             return self.reload_in(conn, run_id)
 
+    @staticmethod
+    def on_parent_in(conn: Connection, specialist: str, parent_adapter_id: str | None,
+                     limit: int = 20) -> list[TrainingRun]:
+        """The latest runs of ``specialist`` from ``parent_adapter_id`` (None: roots),
+        newest first: what the triggers' backoff looks at."""
+        parent = (tr.c.parent_adapter_id.is_(None) if parent_adapter_id is None
+                  else tr.c.parent_adapter_id == parent_adapter_id)
+        query = (select(tr).where(tr.c.specialist == specialist, parent)
+                 .order_by(tr.c.created_at.desc()).limit(limit))
+        return [_run(r) for r in conn.execute(query)]
+
     def needing_dispatch(self, queued_for: float) -> list[TrainingRun]:
         """Runs a worker should have but may not: queued for long, or running on a dead lease."""
         now = utcnow()
@@ -182,11 +195,12 @@ class Runs:
             return [_run(r) for r in conn.execute(query.order_by(tr.c.created_at))]
 
     def _finish(self, conn: Connection, run: TrainingRun, status: RunStatus, error: str | None,
-                actor: str, adapter_id: str | None = None, extra: dict[str, Any] | None = None) -> None:
+                actor: str, adapter_id: str | None = None, extra: dict[str, Any] | None = None,
+                gate_outcome: str | None = None) -> None:
         now = utcnow()
         conn.execute(update(tr).where(tr.c.run_id == run.run_id).values(
-            status=status, error=error, adapter_id=adapter_id, lease_until=None,
-            finished_at=now, updated_at=now))
+            status=status, error=error, adapter_id=adapter_id, gate_outcome=gate_outcome,
+            lease_until=None, finished_at=now, updated_at=now))
         payload = {"error": error} if status == FAILED else {"adapter_id": adapter_id, **(extra or {})}
         self._event(conn, run.run_id, run.specialist, f"training.{status}",
                     {"attempt": run.attempts, **payload}, actor, adapter_id)

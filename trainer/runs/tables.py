@@ -44,6 +44,9 @@ training_runs = Table(
     Column("lease_owner", String(200)),  # the worker running it, while lease_until is ahead
     Column("lease_until", DateTime(timezone=True)),
     Column("adapter_id", String(ADAPTER_ID)),
+    # What the gate made of the successor (candidate | promoted | rejected): a run that
+    # succeeded may still have produced a rejected adapter.
+    Column("gate_outcome", String(20)),
     Column("created_by", String(200), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),

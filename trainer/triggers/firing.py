@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from contract.serving import ContractServing
 from evaluators.rewards import RewardStore
 from events.store import EventStore
 from kernel.clock import utc, utcnow
@@ -28,9 +30,18 @@ from trainer.journal import lock_registry, record, specialist_stream
 from trainer.registry.aliases import latest_move
 from trainer.registry.registry import adapter_in, base_model_names_in, specialist_names_in
 from trainer.runs.dispatch import Dispatcher
+from trainer.runs.model import SUCCEEDED, TrainingRun
 from trainer.runs.store import Runs
 from trainer.triggers.model import Firing
-from trainer.triggers.policy import ROOT, FireDecision, NothingToTrain, Policy, SpecialistState, decide
+from trainer.triggers.policy import (
+    ROOT,
+    FireDecision,
+    NothingToTrain,
+    Policy,
+    SpecialistState,
+    decide,
+    quiet_note,
+)
 from trainer.triggers.policy import manual as manual_decision
 from trainer.triggers.sources import Policies
 from trainer.triggers.tables import trigger_firings
@@ -51,9 +62,11 @@ class TriggerCheck:
 
 class Triggers:
     def __init__(self, engine: Engine, store: EventStore, policies: Policies, rewards: RewardStore,
-                 manifests: Manifests, runs: Runs, dispatcher: Dispatcher) -> None:
+                 manifests: Manifests, runs: Runs, dispatcher: Dispatcher,
+                 serving: ContractServing | None = None) -> None:
         self.engine, self.store, self.policies, self.rewards = engine, store, policies, rewards
         self.manifests, self.runs, self.dispatcher = manifests, runs, dispatcher
+        self.serving = serving  # which contract version a specialist's new data is counted under
 
     def evaluate(self, actor: str = "system:triggers") -> list[TriggerCheck]:
         """Evaluate every specialist's policy once; fire (and dispatch) what is due."""
@@ -66,8 +79,16 @@ class Triggers:
         return results
 
     def fire_manual(self, specialist: str, actor: str, reason: str = "",
-                    parent: str | None = None, base_model: str | None = None) -> Firing:
-        """Fire now; ``parent`` is an adapter id, 'root', or None for the production adapter."""
+                    parent: str | None = None, base_model: str | None = None,
+                    force: bool = False, hyper: dict[str, Any] | None = None) -> Firing:
+        """Fire now; ``parent`` is an adapter id, 'root', or None for the production adapter.
+
+        Work already fired (same parent, same data) returns its run, unless ``force``: then
+        a new run of the same work, with the policy's current hyper-parameters and gate
+        (and ``hyper`` over them), its own firing, run and lineage; ``reason`` is required.
+        """
+        if force and not reason.strip():
+            raise Invalid("a forced re-run needs a reason (it is recorded in the trigger.fired event)")
         for _attempt in range(3):
             try:
                 with self.engine.begin() as conn:
@@ -75,10 +96,11 @@ class Triggers:
                     policy = self.policies.effective_in(conn, specialist)
                     state = self._state(conn, specialist, policy, parent)
                     try:
-                        decision = manual_decision(policy, state, reason)
+                        decision = manual_decision(policy, state, reason, force)
                     except NothingToTrain as exc:
                         raise Conflict(str(exc)) from None
-                    firing = self._fire_in(conn, state, decision, policy, actor, base_model)
+                    firing = self._fire_in(conn, state, decision, policy, actor, base_model,
+                                           force, hyper or {})
                 break
             except IntegrityError:
                 continue  # lost a race on the work key to a writer without the lock: re-read
@@ -115,7 +137,7 @@ class Triggers:
                 state = self._state(conn, specialist, policy, None)
                 decision = decide(policy, state)
                 if decision is None:
-                    return TriggerCheck(specialist, None, _quiet_note(policy, state))
+                    return TriggerCheck(specialist, None, quiet_note(policy, state))
                 firing = self._fire_in(conn, state, decision, policy, actor, None)
         except (Conflict, Invalid, IntegrityError) as exc:
             return TriggerCheck(specialist, None, f"not fired: {exc}")
@@ -136,26 +158,47 @@ class Triggers:
                 raise Invalid(f"adapter '{parent}' belongs to '{adapter.specialist}'")
             parent_cut = self.manifests.cut_to(adapter.manifest_id, conn)
         head = self.rewards.eligible_head(specialist, policy.contract, conn)
-        # Only train-split rewards are new training data; held-out ones just gate.
-        new = self.rewards.count_eligible(specialist, policy.contract, parent_cut, "train", conn)
-        mean, count = (self.rewards.served_mean(parent, policy.reward_window, conn) if parent
-                       else (None, 0))
+        # New data is counted from the last run on this parent, whatever became of it, so a
+        # rejected or failed successor does not make the same data count again.
+        last_cut = conn.execute(select(func.max(trigger_firings.c.dataset_cut)).where(
+            trigger_firings.c.specialist == specialist,
+            trigger_firings.c.parent_key == (parent or ROOT))).scalar()
+        counted_from = max(parent_cut, int(last_cut or 0))
+        version = self._serving_version(conn, policy.contract, specialist)
+        # Subjects, not rewards (several active versions score each one), train split only
+        # (held-out rewards just gate), under the serving contract version when known.
+        new = self.rewards.count_new_subjects(specialist, policy.contract, version, counted_from,
+                                              "train", conn)
+        mean, count = (self.rewards.served_mean(parent, policy.reward_window, conn,
+                                                policy.contract, version) if parent else (None, 0))
         last = conn.execute(select(func.max(trigger_firings.c.fired_at)).where(
-            trigger_firings.c.specialist == specialist, trigger_firings.c.policy != "manual")).scalar()
+            trigger_firings.c.specialist == specialist,
+            trigger_firings.c.policy.not_in(("manual", "forced")))).scalar()
+        rejections, rejected_at = _rejections(self.runs.on_parent_in(conn, specialist, parent))
         return SpecialistState(
             specialist=specialist, parent_adapter_id=parent, parent_cut=parent_cut,
             eligible_head=head, new_eligible=new, production_mean=mean,
-            production_count=count, last_fired_at=utc(last) if last else None, now=utcnow())
+            production_count=count, last_fired_at=utc(last) if last else None, now=utcnow(),
+            counted_from=counted_from, rejections=rejections, rejected_at=rejected_at)
+
+    def _serving_version(self, conn: Connection, contract: str | None,
+                         specialist: str) -> int | None:
+        if contract is None or self.serving is None:
+            return None
+        return self.serving.version_for(contract, specialist, conn)
 
     def _fire_in(self, conn: Connection, state: SpecialistState, decision: FireDecision,
-                 policy: Policy, actor: str, base_model: str | None) -> Firing:
+                 policy: Policy, actor: str, base_model: str | None, force: bool = False,
+                 hyper_overrides: dict[str, Any] | None = None) -> Firing:
         key = (trigger_firings.c.specialist == state.specialist) \
             & (trigger_firings.c.parent_key == state.parent_key) \
             & (trigger_firings.c.dataset_cut == decision.dataset_cut)
-        existing = conn.execute(select(trigger_firings).where(key)).first()
-        if existing is not None:
+        existing = conn.execute(select(trigger_firings).where(key)
+                                .order_by(trigger_firings.c.rerun.desc()).limit(1)).first()
+        if existing is not None and not force:
             return firing_from_row(existing, created=False)
-        base, hyper = self._base_and_hyper(conn, state, policy, base_model)
+        rerun = existing.rerun + 1 if existing is not None else 0
+        base, hyper = self._base_and_hyper(conn, state, policy, base_model, hyper_overrides or {})
         manifest_id, manifest = self.manifests.freeze_in(conn, state.specialist, policy.contract,
                                                          decision.cut_from, decision.dataset_cut)
         firing_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
@@ -163,7 +206,7 @@ class Triggers:
             "firing_id": firing_id, "run_id": run_id, "policy": decision.policy,
             "reason": decision.reason, "parent_adapter_id": state.parent_adapter_id,
             "dataset_cut": decision.dataset_cut, "cut_from": decision.cut_from,
-            "manifest_id": manifest_id, "manifest_hash": manifest.content_hash,
+            "manifest_id": manifest_id, "manifest_hash": manifest.content_hash, "rerun": rerun,
         }, actor, specialist=state.specialist, adapter_version=state.parent_adapter_id)
         self.runs.create_in(conn, {
             "run_id": run_id, "specialist": state.specialist,
@@ -176,13 +219,14 @@ class Triggers:
                   "parent_key": state.parent_key, "dataset_cut": decision.dataset_cut,
                   "policy": decision.policy, "reason": decision.reason, "run_id": run_id,
                   "fired_by": actor, "fired_at": event.recorded_at,
-                  "event_position": event.position}
+                  "event_position": event.position, "rerun": rerun}
         conn.execute(trigger_firings.insert().values(**values))
         return firing_from_row(values, created=True)
 
     def _base_and_hyper(self, conn: Connection, state: SpecialistState, policy: Policy,
-                        base_model: str | None) -> tuple[str, dict[str, Any]]:
-        hyper = resolve_hyper(policy.hyper)
+                        base_model: str | None,
+                        overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        hyper = resolve_hyper({**policy.hyper, **overrides})
         if state.parent_adapter_id is not None:
             parent = adapter_in(conn, state.parent_adapter_id)
             # A successor keeps its parent's LoRA shape (it starts from the parent's weights).
@@ -217,11 +261,18 @@ def resolve_hyper(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
 
 
-def _quiet_note(policy: Policy, state: SpecialistState) -> str:
-    if not policy.enabled:
-        return "policy disabled"
-    return (f"not due: {state.new_eligible} new eligible rewards since "
-            f"{state.parent_adapter_id or 'root'} (cut {state.parent_cut})")
+def _rejections(runs: list[TrainingRun]) -> tuple[int, datetime | None]:
+    """Consecutive latest runs whose successor the gate rejected, and when the latest
+    finished; failed and unfinished runs neither count nor break the streak."""
+    count, latest = 0, None
+    for run in runs:  # newest first
+        if run.status != SUCCEEDED:
+            continue
+        if run.gate_outcome != "rejected":
+            break
+        count += 1
+        latest = latest or run.finished_at
+    return count, latest
 
 
 def firing_from_row(row: Any, created: bool) -> Firing:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from kernel.values import JsonValue
 
-FiringPolicy = Literal["count", "drift", "schedule", "manual"]
+FiringPolicy = Literal["count", "drift", "schedule", "manual", "forced"]
 
 
 @dataclass(frozen=True)
@@ -22,4 +22,5 @@ class Firing(JsonValue):
     run_id: str
     fired_by: str
     fired_at: datetime
+    rerun: int = 0  # 0: the first run of this work key; n: the n-th forced re-run of it
     created: bool = True  # False when this work had already been fired before

@@ -10,12 +10,13 @@ firing with it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from contract.policy import DISABLED, TriggerPolicy
-from contract.schedule import parse_schedule
+from contract.schedule import parse_duration, parse_schedule
 from contract.sections import ContractDocument
 from trainer.gate.policy import GatePolicy
 
@@ -75,11 +76,16 @@ class SpecialistState:
     parent_adapter_id: str | None  # what the next run trains from (the production adapter)
     parent_cut: int  # last reward position in the parent's dataset; 0 for a root
     eligible_head: int  # last eligible reward position of this specialist (0: none)
-    new_eligible: int  # eligible rewards after parent_cut
+    # New data: subjects with an eligible train-split reward after ``counted_from`` that had
+    # none before it (re-scorings of old subjects are not new), under the serving version.
+    new_eligible: int
     production_mean: float | None  # mean score of the last reward_window rewards it served
     production_count: int
     last_fired_at: datetime | None  # latest automatic firing of this specialist
     now: datetime
+    counted_from: int = 0  # the cut of the last run on this parent (any outcome), else parent_cut
+    rejections: int = 0  # consecutive latest runs on this parent whose successor was rejected
+    rejected_at: datetime | None = None  # when the latest of them finished
 
     @property
     def parent_key(self) -> str:
@@ -88,25 +94,47 @@ class SpecialistState:
 
 @dataclass(frozen=True)
 class FireDecision:
-    policy: str  # count | drift | schedule | manual
+    policy: str  # count | drift | schedule | manual | forced
     reason: str
     dataset_cut: int  # last reward position included
     cut_from: int  # rewards after this position are included
 
 
+def backoff(rule: TriggerPolicy, state: SpecialistState) -> tuple[float, datetime | None]:
+    """After rejected runs: how many times the usual new data is needed, and until when
+    nothing fires (None: no wait)."""
+    if state.rejections < 1:
+        return 1.0, None
+    factor = min(rule.backoff_factor ** state.rejections, 1e6)
+    wait = parse_duration(rule.backoff_wait) if rule.backoff_wait else None
+    until = state.rejected_at + wait if wait is not None and state.rejected_at else None
+    return factor, until if until is not None and until > state.now else None
+
+
+def needed(rule: TriggerPolicy, state: SpecialistState, base: int) -> int:
+    """New subjects a rule with threshold ``base`` needs, backoff included."""
+    return math.ceil(base * backoff(rule, state)[0])
+
+
 def decide(policy: Policy, state: SpecialistState) -> FireDecision | None:
     """The first rule that fires (count, then drift, then schedule), or None.
 
-    No rule fires without at least one new eligible reward since the parent's cut: the
-    same data on the same parent is the same work, already done.
+    No rule fires without new data since the last run on the parent (whatever became of
+    it): the same data on the same parent is the same work, already done. After rejected
+    runs each rule needs ``backoff_factor`` times more per rejection, and none fires
+    before ``backoff_wait`` has passed.
     """
     rule = policy.rule
-    if not rule.enabled or state.new_eligible < 1:
+    if not rule.enabled or state.new_eligible < needed(rule, state, 1):
+        return None
+    if backoff(rule, state)[1] is not None:
         return None
     parent = state.parent_adapter_id or "a fresh root"
-    if rule.min_new_rewards is not None and state.new_eligible >= rule.min_new_rewards:
-        return _fire(rule, state, "count", f"{state.new_eligible} new eligible rewards since "
-                     f"{parent} was trained (threshold {rule.min_new_rewards})")
+    threshold = needed(rule, state, rule.min_new_rewards or 1)
+    if rule.min_new_rewards is not None and state.new_eligible >= threshold:
+        return _fire(rule, state, "count", f"{state.new_eligible} new subjects with eligible "
+                     f"rewards since the last run on {parent} (threshold {threshold}"
+                     + (f" after {state.rejections} rejected run(s))" if state.rejections else ")"))
     floor = rule.reward_floor
     if (floor is not None and state.production_mean is not None
             and state.production_count >= floor.window
@@ -116,15 +144,32 @@ def decide(policy: Policy, state: SpecialistState) -> FireDecision | None:
                      f"below {floor.threshold}")
     if rule.schedule is not None and _due(rule.schedule, state):
         return _fire(rule, state, "schedule", f"schedule '{rule.schedule}' is due; "
-                     f"{state.new_eligible} new eligible rewards since {parent}")
+                     f"{state.new_eligible} new subjects since the last run on {parent}")
     return None
 
 
-def manual(policy: Policy, state: SpecialistState, reason: str) -> FireDecision:
-    """A firing asked for by a person; it still needs some eligible reward to learn from."""
+def manual(policy: Policy, state: SpecialistState, reason: str,
+           forced: bool = False) -> FireDecision:
+    """A firing asked for by a person; it still needs some eligible reward to learn from.
+    ``forced``: a new run even on work already done (the same parent and data)."""
     if state.eligible_head < 1:
         raise NothingToTrain(f"specialist '{state.specialist}' has no eligible rewards yet")
-    return _fire(policy.rule, state, "manual", reason or "manual trigger")
+    return _fire(policy.rule, state, "forced" if forced else "manual", reason or "manual trigger")
+
+
+def quiet_note(policy: Policy, state: SpecialistState) -> str:
+    """Why nothing fired, in words an operator can act on."""
+    rule = policy.rule
+    if not rule.enabled:
+        return "policy disabled"
+    parent = state.parent_adapter_id or "root"
+    note = (f"not due: {state.new_eligible} new subjects since the last run on {parent} "
+            f"(cut {state.counted_from})")
+    if state.rejections:
+        factor, until = backoff(rule, state)
+        note += (f"; backing off after {state.rejections} rejected run(s): x{factor:g} new data "
+                 f"needed" + (f", nothing fires before {until.isoformat()}" if until else ""))
+    return note
 
 
 class NothingToTrain(ValueError):

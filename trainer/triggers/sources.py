@@ -1,7 +1,8 @@
 """Where a specialist's trigger policy comes from, in order of precedence:
 
 1. the latest configuration set through the API (``trigger_policies``, append-only, each
-   one a ``trigger.configured`` event);
+   one a ``trigger.configured`` event), unless the latest row drops it (a
+   ``trigger.cleared`` event; its config is JSON null): then the contract's is in force;
 2. the ``[training.triggers.<specialist>]`` table of a published contract: the latest
    published version of each contract, by contract name, the first that has one; its
    rewards are then the only ones the specialist's datasets use;
@@ -15,13 +16,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import JSON, select
 from sqlalchemy.engine import Connection, Engine
 
 from contract.document import ContractDocument, ContractInvalid, parse_contract
 from contract.policy import TriggerPolicy
 from contract.versions import ContractVersions
 from events.store import EventStore
+from kernel.errors import Conflict
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.registry.registry import require_specialist_in
 from trainer.triggers.policy import NO_POLICY, Policy, policy_from_contract, resolve
@@ -46,6 +48,25 @@ class Policies:
                 configured_at=event.recorded_at))
         return self.effective(specialist)
 
+    def clear(self, specialist: str, actor: str, reason: str = "") -> Policy:
+        """Drop the API-set policy: the contract's (or none) is in force again.
+
+        Raises:
+            Conflict: no API-set policy is in force.
+        """
+        with self.engine.begin() as conn:
+            lock_registry(conn)
+            require_specialist_in(conn, specialist)
+            if _latest_config(conn, specialist) is None:
+                raise Conflict(f"'{specialist}' has no API-set trigger policy to drop")
+            event = record(self.store, conn, specialist_stream(specialist), "trigger.cleared",
+                           {"specialist": specialist, "reason": reason}, actor,
+                           specialist=specialist)
+            conn.execute(trigger_policies.insert().values(
+                position=event.position, specialist=specialist, config=JSON.NULL, actor=actor,
+                configured_at=event.recorded_at))
+        return self.effective(specialist)
+
     def effective(self, specialist: str) -> Policy:
         with self.engine.connect() as conn:
             return self.effective_in(conn, specialist)
@@ -53,9 +74,7 @@ class Policies:
     def effective_in(self, conn: Connection, specialist: str) -> Policy:
         """The policy in force for ``specialist`` (read inside ``conn``'s transaction)."""
         require_specialist_in(conn, specialist)
-        configured = conn.execute(
-            select(trigger_policies.c.config).where(trigger_policies.c.specialist == specialist)
-            .order_by(trigger_policies.c.position.desc()).limit(1)).scalar()
+        configured = _latest_config(conn, specialist)
         if configured is not None:
             return resolve(stored_rule(configured), "api")
         for version in self.contracts.latest_published_each(conn):
@@ -64,6 +83,14 @@ class Policies:
             if policy is not None:
                 return policy
         return NO_POLICY
+
+
+def _latest_config(conn: Connection, specialist: str) -> dict[str, Any] | None:
+    """The API-set policy in force (None: never set, or dropped by the latest row)."""
+    config = conn.execute(
+        select(trigger_policies.c.config).where(trigger_policies.c.specialist == specialist)
+        .order_by(trigger_policies.c.position.desc()).limit(1)).scalar()
+    return config if isinstance(config, dict) else None
 
 
 def stored_rule(config: dict[str, Any]) -> TriggerPolicy:

@@ -11,6 +11,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKey,
+    Integer,
     String,
     Table,
     Text,
@@ -28,14 +29,18 @@ trigger_firings = Table(
     # The parent's adapter id, or 'root': NULLs never collide in a UNIQUE constraint.
     Column("parent_key", String(ADAPTER_ID), nullable=False),
     Column("dataset_cut", BigInteger, nullable=False),  # last reward position included
-    Column("policy", String(40), nullable=False),  # count | drift | schedule | manual
+    Column("policy", String(40), nullable=False),  # count | drift | schedule | manual | forced
     Column("reason", Text, nullable=False),
     Column("run_id", String(36), ForeignKey("training_runs.run_id"), nullable=False),
     Column("fired_by", String(200), nullable=False),
     Column("fired_at", DateTime(timezone=True), nullable=False),
     Column("event_position", BigInteger, nullable=False),
-    # THE exactly-once key: one run per (specialist, parent, dataset cut), whoever fires.
-    UniqueConstraint("specialist", "parent_key", "dataset_cut", name="uq_trigger_firings_work"),
+    # 0 for the work's first run; a forced re-run (new hyper-parameters or gate, a reason
+    # recorded) takes the next number, so the same data can train again, deliberately.
+    Column("rerun", Integer, nullable=False, server_default="0"),
+    # THE exactly-once key: one run per (specialist, parent, dataset cut, re-run), whoever fires.
+    UniqueConstraint("specialist", "parent_key", "dataset_cut", "rerun",
+                     name="uq_trigger_firings_work"),
 )
 
 

@@ -87,9 +87,10 @@ def test_a_false_gate_forces_zero() -> None:
 
 
 def test_errors_are_recorded_and_give_no_score() -> None:
+    # dyn(...) hides the types from validation, which would refuse these mistakes outright
     doc = contract(
-        [("a", 1.0, "0.5"), ("missing", 1.0, "feedback.nope"), ("big", 1.0, "2.0")],
-        gates=[("g", "1")],
+        [("a", 1.0, "0.5"), ("missing", 1.0, "dyn(feedback).nope"), ("big", 1.0, "2.0")],
+        gates=[("g", "dyn(1)")],
     )
     result = evaluate_subject(doc, episode())
     assert result.score is None

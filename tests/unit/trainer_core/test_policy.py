@@ -40,7 +40,7 @@ def test_count_rule_fires_at_threshold_with_the_cut_and_the_reason():
     decision = decide(P(min_new_rewards=50), state())
     assert decision is not None
     assert decision.policy == "count" and decision.dataset_cut == 150 and decision.cut_from == 0
-    assert "50 new eligible rewards since coding@2" in decision.reason
+    assert "50 new subjects with eligible rewards since the last run on coding@2" in decision.reason
 
 
 def test_count_rule_stays_quiet_below_threshold():
@@ -143,3 +143,26 @@ def test_policies_stored_in_the_trainers_old_form_read_as_the_shared_schema():
     assert policy.rule.reward_floor.threshold == 0.4 and policy.reward_window == 20
     assert (policy.gate.margin, policy.gate.alias, policy.gate.auto_promote) == (0.02, "prod", True)
     assert policy.gate.tolerance_for("anything") == 0.1
+
+
+def test_rejected_runs_back_off_by_the_factor_per_rejection():
+    policy = P(min_new_rewards=10)
+    assert decide(policy, state(new_eligible=10, rejections=0)) is not None
+    assert decide(policy, state(new_eligible=19, rejections=1)) is None
+    fired = decide(policy, state(new_eligible=20, rejections=1))
+    assert fired is not None and "threshold 20 after 1 rejected run(s)" in fired.reason
+    assert decide(policy, state(new_eligible=39, rejections=2)) is None
+    assert decide(P(min_new_rewards=10, backoff_factor=1.0), state(new_eligible=10, rejections=3))
+
+
+def test_a_backoff_wait_holds_every_rule_until_it_has_passed():
+    policy = P(min_new_rewards=1, schedule="every 1h", backoff_factor=1.0, backoff_wait="6h")
+    recent = state(rejections=1, rejected_at=NOW - timedelta(hours=1))
+    assert decide(policy, recent) is None
+    assert decide(policy, state(rejections=1, rejected_at=NOW - timedelta(hours=7))) is not None
+    with pytest.raises(ValidationError):
+        TriggerPolicy(min_new_rewards=1, backoff_wait="soon")
+
+
+def test_a_forced_manual_firing_says_so():
+    assert manual(P(min_new_rewards=5), state(), "new margin", forced=True).policy == "forced"

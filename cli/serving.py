@@ -1,0 +1,62 @@
+"""`hcp contract serve|serving|harness`: which version a harness runs, and its configuration."""
+
+from __future__ import annotations
+
+import getpass
+import json
+from datetime import datetime
+
+import typer
+
+from cli.common import cli_container
+from contract.harness_config import etag_matches
+from contract.versions import PUBLISHED
+
+AtOpt = typer.Option(None, "--at", help="ISO time; default now")
+
+
+def serve(name: str, version: int,
+          specialist: str = typer.Option(None, "--specialist", "-s",
+                                         help="One slot; default every slot the version declares"),
+          reason: str = typer.Option(..., help="Recorded in the contract.serving_moved event"),
+          actor: str = typer.Option(None, help="Who makes the change (default: the OS user)")) -> None:
+    """Make published VERSION the one a harness runs (for one specialist, or all)."""
+    with cli_container() as container:
+        moves = container.serving.move(name, specialist, version,
+                                       actor or f"user:{getpass.getuser()}", reason)
+    for move in moves:
+        was = f"{name}@{move.previous_version}" if move.previous_version else "nothing"
+        typer.echo(f"{move.specialist}: {move.ref} serves (was {was})")
+
+
+def serving(name: str, at: datetime = AtOpt) -> None:
+    """Which version serves each specialist, and which versions score."""
+    with cli_container() as container:
+        current = container.serving.current(name, at)
+        scoring = [v.version for v in container.contracts.versions(name, PUBLISHED)]
+    for specialist, move in current.items():
+        typer.echo(f"{specialist:<12} {move.ref:<16} since {move.moved_at:%Y-%m-%d %H:%M:%S}  "
+                   f"by {move.actor}: {move.reason}")
+    typer.echo(f"scoring: {', '.join(f'{name}@{v}' for v in scoring) or 'none'}")
+
+
+def harness(name: str, specialist: str, at: datetime = AtOpt,
+            if_none_match: str = typer.Option(None, "--if-none-match",
+                                              help="The config_hash last seen: print nothing "
+                                              "and exit 0 if it is unchanged")) -> None:
+    """The harness configuration to run for SPECIALIST now, as JSON (version, hash, alias,
+    router, tools, hooks, prompts, skills)."""
+    with cli_container() as container:
+        body = container.serving.harness(name, specialist, at)
+    if etag_matches(if_none_match, body["config_hash"]):
+        typer.echo("not modified", err=True)
+        return
+    typer.echo(json.dumps(body, indent=2))
+
+
+def register(app: typer.Typer) -> None:
+    from cli import contract as contract_cli
+
+    contract_cli.app.command("serve")(serve)
+    contract_cli.app.command("serving")(serving)
+    contract_cli.app.command("harness")(harness)

@@ -1,0 +1,81 @@
+"""Publishing with a check: a version that cannot score recent history is refused.
+
+Before a draft is published it is dry-run over the latest N finished subjects. If more
+of the applicable ones fail to score than the threshold allows (an int/double mix the
+static check could not see, a field most payloads lack), publishing is refused: once
+published, the version would store an error for every such subject and re-score
+history into errors. A person may still publish it, with ``force`` and a reason; the
+check's figures and the reason are recorded in the ``contract.published`` event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contract.versions import DRAFT, ContractVersion, ContractVersions
+from evaluators.dryrun import DryRun, DryRuns, Selection
+from kernel.errors import Conflict, Invalid
+
+
+class PublishRefused(Conflict):
+    """The version's dry run on recent history errors above the threshold (HTTP 409)."""
+
+    code = "publish_check_failed"
+
+
+@dataclass(frozen=True)
+class PublishCheck:
+    subjects: int
+    applicable: int
+    errors: int
+    error_rate: float
+    max_error_rate: float
+    passed: bool
+    samples: tuple[dict[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, run: DryRun) -> PublishCheck:
+        r = run.report
+        return cls(run.subjects, r.applicable, r.errors, round(r.error_rate, 6),
+                   run.max_error_rate, run.passed, r.error_samples[:3])
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "samples": list(self.samples)}
+
+    def describe(self) -> str:
+        text = (f"{self.errors} of {self.applicable} applicable subjects of the last "
+                f"{self.subjects} errored ({self.error_rate:.1%}, limit {self.max_error_rate:.1%})")
+        if self.samples:
+            first = self.samples[0]
+            text += f", e.g. {first.get('item')}: {first.get('message')}"
+        return text
+
+
+class Publisher:
+    def __init__(self, contracts: ContractVersions, dry_runs: DryRuns, last: int) -> None:
+        self.contracts, self.dry_runs, self.last = contracts, dry_runs, last
+
+    def check(self, name: str, version: int) -> PublishCheck | None:
+        """The dry run of ``name@version`` on recent history (None: checks are off)."""
+        if self.last < 1:
+            return None
+        return PublishCheck.of(self.dry_runs.run(name, version, Selection(last=self.last),
+                                                 compare=False))
+
+    def publish(self, name: str, version: int, actor: str, force: bool = False,
+                reason: str = "") -> tuple[ContractVersion, PublishCheck | None]:
+        """Publish after the check; a failed check refuses unless ``force`` with a reason."""
+        if force and not reason.strip():
+            raise Invalid("forcing a publish needs a reason (it is recorded in the event)")
+        if self.contracts.get(name, version).status != DRAFT:
+            return self.contracts.publish(name, version, actor), None  # refuses: not a draft
+        check = self.check(name, version)
+        failed = check is not None and not check.passed
+        if failed and not force:
+            raise PublishRefused(f"{name}@{version} was not published: {check.describe()}; "  # type: ignore[union-attr]
+                                 "fix it, or publish with force and a reason")
+        published = self.contracts.publish(name, version, actor,
+                                           check=check.to_json() if check else None,
+                                           forced=reason.strip() if failed else None)
+        return published, check

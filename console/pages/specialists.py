@@ -51,17 +51,16 @@ def move_alias(request: Request, name: str, session: Actor, form: Form,
 @router.post("/specialists/{name}/aliases/{alias}/rollback")
 def rollback_alias(request: Request, name: str, alias: str, session: Actor, form: Form,
                    container: ContainerDep) -> Response:
-    """Move the alias back to the version its latest move replaced, after confirmation."""
+    """Roll the alias back (to where the registry's rollback rule sends it), after
+    confirmation; the confirmation names both ends, and a change meanwhile refuses it."""
     need(session, WRITE)
     reason = _reason(form)
-    current = container.aliases.at(name, alias)
-    if current is None or current.previous_adapter_id is None:
-        raise Invalid(f"{name}/{alias} has no earlier version to roll back to")
+    current, target = container.aliases.rollback_target(name, alias)
     if form.get("confirm") != "yes":
-        return _confirm(request, session, container, name, alias, current.previous_adapter_id,
-                        reason, "rollback")
-    if form.get("expected_current") != (current.adapter_id or ""):
-        raise Invalid(f"{name}/{alias} moved to {current.adapter_id} meanwhile; look again")
+        return _confirm(request, session, container, name, alias, target, reason, "rollback")
+    if (form.get("expected_current"), form.get("adapter_id")) != (current, target):
+        raise Invalid(f"{name}/{alias} changed meanwhile (now {current}, a rollback would go to "
+                      f"{target}); look again")
     container.aliases.rollback(name, alias, session.actor, reason)
     return _back(name, alias)
 

@@ -1,4 +1,5 @@
-"""Specialists: their aliases now, the alias timeline (rollbacks marked) and their versions."""
+"""Specialists: their aliases now, the alias timeline (rollbacks marked: a move records its
+kind) and their versions."""
 
 from __future__ import annotations
 
@@ -66,29 +67,16 @@ def specialist_page(container: Container, name: str, before_move: int | None = N
 
 
 def timeline(moves: list[AliasMove]) -> list[TimelineRow]:
-    """Newest first, as stored; each move knows whether it rolled its alias back and when
-    it was superseded (from the moves given: a page's oldest may not know)."""
+    """Newest first, as stored; each move knows whether it was a rollback and when it was
+    superseded (from the moves given: a page's oldest may not know)."""
     rows: list[TimelineRow] = []
     newer: dict[str, AliasMove] = {}  # per alias, the move after this one
-    for index, move in enumerate(moves):
-        older = next((m for m in moves[index + 1:] if m.alias == move.alias), None)
+    for move in moves:
         successor = newer.get(move.alias)
-        rows.append(TimelineRow(move, is_rollback(move, older),
+        rows.append(TimelineRow(move, move.kind == "rollback",
                                 successor.moved_at if successor else None))
         newer[move.alias] = move
     return rows
-
-
-def is_rollback(move: AliasMove, older: AliasMove | None) -> bool:
-    """A move back to the target the alias's previous move replaced."""
-    kind = getattr(move, "kind", None)  # a move that records its kind says so itself
-    if kind is not None:
-        return bool(kind == "rollback")
-    if move.reason.startswith("rollback"):
-        return True
-    return (older is not None and move.adapter_id is not None
-            and move.adapter_id == older.previous_adapter_id
-            and move.previous_adapter_id == older.adapter_id)
 
 
 def periods(moves: list[AliasMove]) -> dict[str, list[dict[str, Any]]]:

@@ -2,13 +2,13 @@
 adapter (and two side by side) walk it backwards instead of scanning every record.
 
 Revision ID: 0012
-Revises: 0007
+Revises: 0008
 """
 
 from alembic import op
 
 revision = "0012"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

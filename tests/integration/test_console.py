@@ -72,6 +72,8 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert client.post("/console/sign-in", data={"key": "hcp_nope_nope"}).status_code == 401
     sign_in(client, data.keys["auditor"])
 
+    listed = get(client, "/console/specialists")
+    assert "Serving contract" in listed and "/console/contracts/default/1" in listed
     specialist = get(client, "/console/specialists/coding")
     assert "reviewed by hand" in specialist and data.root in specialist
     assert "Move alias" not in specialist  # registry:read only
@@ -100,6 +102,8 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert "Run dry run" in draft and 'id="rubric-title"' in draft
     dry_run = client.get("/console/contracts/default/3/dry-run?last=50", headers={"HX-Request": "true"})
     assert dry_run.status_code == 200 and "Mean delta" in dry_run.text and "Largest movers" in dry_run.text
+    assert "Per criterion" in dry_run.text and "Per specialist" in dry_run.text
+    assert "Publish check" in dry_run.text
     assert 'id="publish"' not in dry_run.text  # no contracts:write
 
     compared = get(client, "/console/rewards?compare=contract&a=default@1&b=default@2")
@@ -154,8 +158,11 @@ def test_an_alias_moves_and_rolls_back_only_with_scope_csrf_and_confirmation(con
     back = {"csrf": form["csrf"], "reason": "regression in production"}
     confirm = client.post("/console/specialists/coding/aliases/production/rollback", data=back)
     assert confirm.status_code == 200 and data.root in confirm.text
+    stale = client.post("/console/specialists/coding/aliases/production/rollback", data={
+        **back, "confirm": "yes", "expected_current": data.root, "adapter_id": data.root})
+    assert stale.status_code == 422 and "changed meanwhile" in stale.text
     done = client.post("/console/specialists/coding/aliases/production/rollback", data={
-        **back, "confirm": "yes", "expected_current": data.successor})
+        **back, "confirm": "yes", "expected_current": data.successor, "adapter_id": data.root})
     assert done.status_code == 303
     assert container.aliases.current("coding")["production"].adapter_id == data.root
     timeline = get(client, "/console/specialists/coding?moved=production")

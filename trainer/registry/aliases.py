@@ -179,6 +179,16 @@ class Aliases:
             self._require_specialist(conn, specialist)
             return rollback_in(conn, self.store, specialist, alias, actor, reason)
 
+    def rollback_target(self, specialist: str, alias: str) -> tuple[str, str]:
+        """(current target, where ``rollback`` would go now), to show before doing it.
+
+        Raises:
+            Conflict: the alias is unset, or no earlier target qualifies.
+        """
+        with self.engine.connect() as conn:
+            self._require_specialist(conn, specialist)
+            return rollback_target_in(conn, specialist, alias)
+
     def at(self, specialist: str, alias: str, at: datetime | None = None) -> AliasMove | None:
         """The move in effect at ``at`` (now when None); None if the alias was unset then."""
         with self.engine.connect() as conn:

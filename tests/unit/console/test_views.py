@@ -16,9 +16,9 @@ T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def move(position: int, target: str | None, previous: str | None, reason: str = "why",
-         alias: str = "production") -> AliasMove:
+         alias: str = "production", kind: str = "move") -> AliasMove:
     return AliasMove(position, "coding", alias, target, previous, "key:ops", reason,
-                     T0 + timedelta(hours=position))
+                     T0 + timedelta(hours=position), kind)
 
 
 def test_a_gate_record_today_and_with_a_statistical_gates_fields():
@@ -41,14 +41,14 @@ def test_a_gate_record_today_and_with_a_statistical_gates_fields():
     assert interval_text([0.1, 0.2]) == "[0.1000, 0.2000]" and gate_view(None) is None
 
 
-def test_a_move_back_to_the_replaced_version_is_a_rollback():
-    moves = [move(3, "coding@1", "coding@2", "regression"),  # newest first
+def test_the_timeline_marks_rollbacks_and_when_each_move_was_superseded():
+    moves = [move(4, "coding@1", None, alias="staging"),  # newest first
+             move(3, "coding@1", "coding@2", "regression", kind="rollback"),
              move(2, "coding@2", "coding@1"),
              move(1, "coding@1", None)]
     rows = timeline(moves)
-    assert [r.rollback for r in rows] == [True, False, False]
-    assert rows[1].until == moves[0].moved_at and rows[0].until is None
-    assert timeline([move(1, "coding@1", None, "rollback from coding@2")])[0].rollback
+    assert [r.rollback for r in rows] == [False, True, False, False]
+    assert rows[2].until == moves[1].moved_at and rows[1].until is None and rows[0].until is None
 
 
 def test_periods_say_which_version_served_when():

@@ -100,11 +100,12 @@ def test_an_auditor_sees_the_lineage_gate_charts_and_live_audit(site):
         page.locator("#adapter-audit", has_text="ancestor(s) re-checked").wait_for()
         assert adapter.parent_adapter_id in page.locator("#adapter-audit").inner_text()
         assert page.locator("text=Move alias").count() == 0  # no registry:write
-        page.locator("#lineage-graph").wait_for()
-        graph = page.evaluate("window.hcpConsole.graphs['lineage-graph']"
-                              ".getElementById('" + adapter.parent_adapter_id + "').renderedPosition()")
-        page.mouse.click(page.locator("#lineage-graph").bounding_box()["x"] + graph["x"],
-                         page.locator("#lineage-graph").bounding_box()["y"] + graph["y"])
+        box = page.locator("#lineage-graph")
+        box.scroll_into_view_if_needed()  # mouse coordinates are the viewport's
+        parent = page.evaluate("window.hcpConsole.graphs['lineage-graph']"
+                               ".getElementById('" + adapter.parent_adapter_id + "').renderedPosition()")
+        bounds = box.bounding_box()
+        page.mouse.click(bounds["x"] + parent["x"], bounds["y"] + parent["y"])  # select the parent
         page.wait_for_url(re.compile(re.escape(adapter.parent_adapter_id.replace("@", "%40")) + "|"
                                      + re.escape(adapter.parent_adapter_id)))
         assert page.locator("h1").inner_text().startswith("Adapter")

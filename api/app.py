@@ -12,6 +12,7 @@ from api.errors import install_error_handlers
 from api.gate import RequestGate
 from api.metrics import Metrics
 from api.routes import ROUTERS
+from console.router import router as console_router
 from hcp.bootstrap import Container, bootstrap
 
 
@@ -33,6 +34,7 @@ def create_app(container: Container | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(console_router)  # the pages under /console (and /, /ui, /dashboard)
     # Added before the timing middleware, so it runs inside it: refusals are timed too.
     app.add_middleware(RequestGate)
 

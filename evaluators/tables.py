@@ -65,6 +65,7 @@ reward_records = Table(
     Index("ix_reward_records_specialist", "specialist", "position"),
     Index("ix_reward_records_stream", "stream_id", "position"),
     Index("ix_reward_records_tenant", "tenant", "position"),
+    Index("ix_reward_records_adapter", "adapter_version", "position"),
 )
 
 # Re-scoring history under a newly published version: one row per job, with progress.

@@ -41,6 +41,7 @@ from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
 from evaluators.rewards import RewardStore
 from evaluators.seal import RewardSeals
+from evaluators.stats import RewardStats
 from events.checkpoints import Checkpoints
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
 from events.model import RecordedEvent
@@ -125,6 +126,10 @@ class Container:
     @cached_property
     def rewards(self) -> RewardStore:
         return RewardStore(self.engine)
+
+    @cached_property
+    def reward_stats(self) -> RewardStats:
+        return RewardStats(self.engine)
 
     @cached_property
     def reevaluations(self) -> Reevaluations:

@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     )
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
+    console_secret: str = Field(
+        "", description="Key that signs console session cookies; empty: a random one per "
+        "process (sessions end when it restarts; set it when several processes serve)")
+    console_session_minutes: int = Field(
+        30, ge=1, le=720, description="How long a console sign-in lasts")
     openlineage_namespace: str = Field(
         "hcp", description="OpenLineage namespace of the exported jobs and datasets")
     openlineage_transport: dict[str, Any] = Field(

@@ -32,6 +32,15 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 step "pip install -e '.[dev,train]'"
 python -m pip install -q -e '.[dev,train]'
 
+# The console's browser tests drive Chromium from Debian's packages through Playwright's
+# Python package (never `playwright install`, which would download a browser).
+if [ ! -x /usr/bin/chromium ]; then
+  step "apt-get install chromium chromium-driver (for the console's browser tests)"
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
+fi
+
 step "scripts/services.sh up"
 bash scripts/services.sh up
 # services.sh is the single source of the HCP_TEST_* values the tests read.
@@ -39,6 +48,8 @@ eval "$(bash scripts/services.sh env)"
 export HCP_TEST_POSTGRES_URL HCP_TEST_KAFKA_BOOTSTRAP HCP_TEST_REDIS_URL
 # In CI a missing service is a failure, never a silent skip.
 export HCP_TEST_REQUIRE_SERVICES=1
+# Test artifacts (the console's page screenshots land in $HCP_TEST_ARTIFACTS/console/).
+export HCP_TEST_ARTIFACTS="${HCP_TEST_ARTIFACTS:-$PWD/tests/artifacts}"
 
 # ------------------------------------------------------------------ checks
 # All three checks run even if an earlier one fails, so one CI run reports every
@@ -62,11 +73,12 @@ check() {
 }
 
 check ruff ruff check .
-check mypy mypy kernel events contract evaluators trainer audit access harness migrations hcp api cli
+check mypy mypy kernel events contract evaluators trainer audit access harness migrations hcp console api cli
 check pytest pytest -q -p no:cacheprovider tests
 
 step "summary"
 printf '  %s\n' "${results[@]}"
+echo "  artifacts: $HCP_TEST_ARTIFACTS"
 if [ "$failed" != 0 ]; then
   echo "ci: FAILED"
   exit 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection, Engine
 
 from evaluators.model import RewardRecord
@@ -124,6 +124,11 @@ class ManifestIndex:
         with reading(self.engine, conn) as c:
             rows = c.execute(query.order_by(mm.c.reward_position).limit(limit))
             return [_member(r) for r in rows]
+
+    def member_positions(self, manifest_id: str) -> Select[tuple[int]]:
+        """The reward positions a manifest lists, as a query the reward store can filter
+        by (``position IN (…)``, one statement) without naming this package's tables."""
+        return select(mm.c.reward_position).where(mm.c.manifest_id == manifest_id)
 
     def holding_rewards(self, reward_ids: Iterable[uuid.UUID | str],
                         conn: Connection | None = None) -> list[Reach]:

@@ -179,17 +179,31 @@ class Aliases:
             self._require_specialist(conn, specialist)
             return rollback_in(conn, self.store, specialist, alias, actor, reason)
 
+    def rollback_target(self, specialist: str, alias: str) -> tuple[str, str]:
+        """(current target, where ``rollback`` would go now), to show before doing it.
+
+        Raises:
+            Conflict: the alias is unset, or no earlier target qualifies.
+        """
+        with self.engine.connect() as conn:
+            self._require_specialist(conn, specialist)
+            return rollback_target_in(conn, specialist, alias)
+
     def at(self, specialist: str, alias: str, at: datetime | None = None) -> AliasMove | None:
         """The move in effect at ``at`` (now when None); None if the alias was unset then."""
         with self.engine.connect() as conn:
             self._require_specialist(conn, specialist)
             return latest_move(conn, specialist, alias, at)
 
-    def history(self, specialist: str, alias: str | None = None, limit: int = 100) -> list[AliasMove]:
-        """Moves newest first, of one alias or of all the specialist's aliases."""
+    def history(self, specialist: str, alias: str | None = None, limit: int = 100,
+                before: int | None = None) -> list[AliasMove]:
+        """Moves newest first, of one alias or of all the specialist's aliases;
+        ``before`` (a move's position) pages back."""
         query = select(alias_moves).where(alias_moves.c.specialist == specialist)
         if alias is not None:
             query = query.where(alias_moves.c.alias == alias)
+        if before is not None:
+            query = query.where(alias_moves.c.position < before)
         with self.engine.connect() as conn:
             self._require_specialist(conn, specialist)
             rows = conn.execute(query.order_by(alias_moves.c.position.desc()).limit(limit))

@@ -177,6 +177,19 @@ class Registry:
             found = [adapter_in(conn, i) for i in ids]
         return self._with_hashes(found)
 
+    def adapter_ids(self, specialist: str | None = None, limit: int = 1000,
+                    before_version: int | None = None) -> list[str]:
+        """Version ids, newest registration first, without reading the rows' JSON (for
+        pickers, links and pages; ``before_version`` pages one specialist's list)."""
+        av = adapter_versions.c
+        query = select(av.adapter_id).order_by(av.event_position.desc()).limit(limit)
+        if specialist is not None:
+            query = query.where(av.specialist == specialist)
+        if before_version is not None:
+            query = query.where(av.version < before_version)
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
     def versions(self, adapter_ids: Iterable[str],
                  conn: Connection | None = None) -> dict[str, AdapterVersion]:
         """The stored versions among ``adapter_ids``, by id, in a few batched queries."""

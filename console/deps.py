@@ -1,0 +1,114 @@
+"""What the console's routes take: the container, the signed-in session, scope checks, the
+posted form and its CSRF check. Nothing here builds a service: pages read the container's
+services directly, as the API's routes do, never over HTTP.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from typing import Annotated
+from urllib.parse import parse_qs
+
+from fastapi import Depends, Request
+
+from console.session import COOKIE, ConsoleSession, SessionCodec
+from hcp.bootstrap import Container
+from kernel.errors import Invalid
+
+MAX_FORM_BYTES = 64 * 1024
+_codec_lock = threading.Lock()
+
+
+class NotSignedIn(Exception):
+    """No valid session: the page answers with the sign-in form."""
+
+    def __init__(self, next_path: str) -> None:
+        super().__init__(next_path)
+        self.next_path = next_path
+
+
+class ScopeMissing(Exception):
+    """The session's key lacks the scope a page or an action needs (HTTP 403)."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"this key lacks the scope '{scope}'")
+        self.scope = scope
+
+
+class FormRejected(Exception):
+    """A post without a valid CSRF token or from another origin (HTTP 403)."""
+
+
+def get_container(request: Request) -> Container:
+    container: Container = request.app.state.container
+    return container
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]
+
+
+def get_codec(request: Request) -> SessionCodec:
+    """The app's session codec, made on first use from the container's settings."""
+    state = request.app.state
+    with _codec_lock:
+        if getattr(state, "console_codec", None) is None:
+            settings = get_container(request).settings
+            # Without a configured secret, a random one: sessions end with the process.
+            secret = settings.console_secret.encode() or secrets.token_bytes(32)
+            state.console_codec = SessionCodec(secret, settings.console_session_minutes * 60)
+    codec: SessionCodec = state.console_codec
+    return codec
+
+
+CodecDep = Annotated[SessionCodec, Depends(get_codec)]
+
+
+def current_session(request: Request, codec: CodecDep) -> ConsoleSession | None:
+    return codec.open(request.cookies.get(COOKIE))
+
+
+MaybeViewer = Annotated[ConsoleSession | None, Depends(current_session)]
+
+
+def signed_in(request: Request, session: MaybeViewer) -> ConsoleSession:
+    if session is None:
+        query = f"?{request.url.query}" if request.url.query else ""
+        raise NotSignedIn(request.url.path + query)
+    return session
+
+
+Viewer = Annotated[ConsoleSession, Depends(signed_in)]
+
+
+def need(session: ConsoleSession, scope: str) -> None:
+    """Raise ScopeMissing unless the session's key holds ``scope`` (or admin)."""
+    if not session.allows(scope):
+        raise ScopeMissing(scope)
+
+
+async def posted_form(request: Request) -> dict[str, str]:
+    """An urlencoded form body (first value of each field), from this origin only."""
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+        raise FormRejected(f"a form posted from {origin} is refused")
+    if not request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        raise Invalid("expected a form (application/x-www-form-urlencoded)")
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise Invalid(f"the form is larger than {MAX_FORM_BYTES} bytes")
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+Form = Annotated[dict[str, str], Depends(posted_form)]
+
+
+def csrf_checked(session: Viewer, form: Form, codec: CodecDep) -> ConsoleSession:
+    """The session of a form post whose CSRF token matches it."""
+    if not codec.csrf_ok(session, form.get("csrf")):
+        raise FormRejected("the form's CSRF token is missing or stale; reload the page and retry")
+    return session
+
+
+Actor = Annotated[ConsoleSession, Depends(csrf_checked)]

@@ -1,0 +1,1 @@
+"""The console's route modules, one per page group; ``console.router`` mounts them all."""

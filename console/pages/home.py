@@ -1,0 +1,57 @@
+"""Sign in with an API key (posted, never in a URL), sign out, and the overview page."""
+
+from __future__ import annotations
+
+from fastapi import Request, Response
+from fastapi.responses import RedirectResponse
+
+from console.deps import Actor, CodecDep, ContainerDep, Form, MaybeViewer, Viewer
+from console.render import console_router, page
+from console.session import COOKIE
+from console.views import specialists as specialist_views
+
+router = console_router()
+HOME = "/console"
+
+
+def safe_next(target: str | None) -> str:
+    """Only a path of this console: never another site (an open redirect)."""
+    if not target or not target.startswith(HOME) or "//" in target or "\\" in target:
+        return HOME
+    return target
+
+
+@router.get("/sign-in")
+def sign_in_form(request: Request, session: MaybeViewer, next: str | None = None) -> Response:
+    return page(request, "sign_in.html", {"next": safe_next(next), "error": None}, session)
+
+
+@router.post("/sign-in")
+def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecDep) -> Response:
+    key = form.get("key", "").strip()
+    target = safe_next(form.get("next"))
+    principal = container.keys.authenticate(key) if key else None
+    if principal is None:
+        error = "Enter an API key." if not key else "That key is unknown or malformed."
+        return page(request, "sign_in.html", {"next": target, "error": error}, None, status=401)
+    cookie, _ = codec.issue(principal.key_id, principal.label, principal.scopes,
+                            getattr(principal, "tenant", None))  # where keys are bound to tenants
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(COOKIE, cookie, max_age=codec.ttl_seconds, path=HOME, httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/sign-out")
+def sign_out(_: Actor) -> Response:
+    response = RedirectResponse(f"{HOME}/sign-in", status_code=303)
+    response.delete_cookie(COOKIE, path=HOME, httponly=True, samesite="strict")
+    return response
+
+
+@router.get("")
+def overview(request: Request, session: Viewer, container: ContainerDep) -> Response:
+    can = session.allows
+    context = {"specialists": specialist_views.overview(container) if can("registry:read") else None,
+               "head": container.store.head() if can("events:read") else None}
+    return page(request, "overview.html", context, session)

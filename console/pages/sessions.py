@@ -1,0 +1,33 @@
+"""Sessions: the latest ones, and one session's turns with the rewards it produced."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import Query, Request, Response
+from fastapi.responses import RedirectResponse
+
+from console.deps import ContainerDep, Viewer, need
+from console.render import console_router, page
+from console.views import sessions as views
+
+router = console_router()
+
+
+@router.get("/sessions")
+def sessions(request: Request, session: Viewer, container: ContainerDep,
+             before: Annotated[int | None, Query(ge=1)] = None, stream: str = "") -> Response:
+    need(session, "events:read")
+    if stream.strip():
+        return RedirectResponse(f"/console/sessions/{quote(stream.strip(), safe='')}", status_code=303)
+    return page(request, "sessions.html", views.latest_sessions(container, before), session)
+
+
+@router.get("/sessions/{stream_id}")
+def one_session(request: Request, stream_id: str, session: Viewer, container: ContainerDep,
+                after_seq: Annotated[int, Query(ge=0)] = 0) -> Response:
+    need(session, "events:read")
+    context = views.session_page(container, stream_id, after_seq,
+                                 with_rewards=session.allows("rewards:read"))
+    return page(request, "session.html", context, session)

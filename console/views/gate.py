@@ -1,0 +1,91 @@
+"""The gate record of an adapter version (``metrics.gate``) as the adapter page shows it.
+
+The record's shape grows as the gate does: today the decision, the headline comparison
+(held-out margin or rollout reward: successor, parent, delta, required) and one row per
+criterion; a statistical gate adds an interval, its sample count and seed. Whatever this
+module does not know by name is still shown, under "other fields", so new data is
+never hidden.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard
+
+HEADLINES = {"heldout_margin": "held-out margin", "rollout_reward": "rollout reward"}
+INTERVAL_KEYS = ("interval", "bootstrap", "confidence_interval", "ci")
+SAMPLE_KEYS = ("samples", "n_samples", "sample_count", "n_pairs", "n_rollouts", "held_out")
+SEED_KEYS = ("seed", "bootstrap_seed")
+_KNOWN = {"promote", "reason", "comparison", "metric", "parent_is_base", "successor", "parent",
+          "rollouts", "offline", *INTERVAL_KEYS, *SAMPLE_KEYS, *SEED_KEYS}
+
+
+def gate_view(gate: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The decision, the headline rows, per-criterion deltas, interval, samples, seed."""
+    if not gate:
+        return None
+    comparison = gate.get("comparison") or {}
+    return {
+        "promote": gate.get("promote"),
+        "reason": gate.get("reason"),
+        "metric": gate.get("metric"),
+        "parent_is_base": gate.get("parent_is_base"),
+        "headlines": [_headline(name, comparison[name]) for name in HEADLINES
+                      if isinstance(comparison.get(name), dict)],
+        "criteria": criteria_rows(comparison.get("criteria") or {}),
+        "interval": _first(INTERVAL_KEYS, gate, comparison),
+        "samples": _samples(gate, comparison),
+        "seed": _first(SEED_KEYS, gate, comparison),
+        "other": {k: v for k, v in gate.items() if k not in _KNOWN},
+    }
+
+
+def criteria_rows(criteria: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per criterion: successor, parent, delta, tolerance, gated, ok, note."""
+    rows = []
+    for name, row in sorted(criteria.items()):
+        if not isinstance(row, dict):
+            continue
+        successor, parent = row.get("successor"), row.get("parent")
+        delta = successor - parent if _number(successor) and _number(parent) else None
+        rows.append({"name": name, "successor": successor, "parent": parent, "delta": delta,
+                     "tolerance": row.get("tolerance"), "gated": row.get("gated"),
+                     "ok": row.get("ok"), "note": row.get("note", ""),
+                     "interval": _first(INTERVAL_KEYS, row)})
+    return rows
+
+
+def interval_text(interval: Any) -> str:
+    """``[low, high] at 95%`` from the shapes an interval may take; else its JSON form."""
+    if isinstance(interval, dict):
+        low = interval.get("low", interval.get("lower"))
+        high = interval.get("high", interval.get("upper"))
+        level = interval.get("level", interval.get("confidence"))
+        if _number(low) and _number(high):
+            text = f"[{low:.4f}, {high:.4f}]"
+            return f"{text} at {level:.0%}" if _number(level) and level <= 1 else text
+    if isinstance(interval, list | tuple) and len(interval) == 2 and all(map(_number, interval)):
+        return f"[{interval[0]:.4f}, {interval[1]:.4f}]"
+    return str(interval)
+
+
+def _headline(name: str, row: dict[str, Any]) -> dict[str, Any]:
+    return {"name": HEADLINES.get(name, name.replace("_", " ")), "successor": row.get("successor"),
+            "parent": row.get("parent"), "delta": row.get("delta"), "required": row.get("required"),
+            "ok": row.get("ok"), "interval": _first(INTERVAL_KEYS, row)}
+
+
+def _samples(gate: dict[str, Any], comparison: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(key.replace("_", " "), source[key]) for source in (gate, comparison)
+            for key in SAMPLE_KEYS if key in source and not isinstance(source[key], dict | list)]
+
+
+def _first(keys: tuple[str, ...], *sources: dict[str, Any]) -> Any:
+    for source in sources:
+        for key in keys:
+            if source.get(key) is not None:
+                return source[key]
+    return None
+
+
+def _number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)

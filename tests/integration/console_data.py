@@ -1,0 +1,82 @@
+"""Data the console's tests look at, made through the container's real services.
+
+Synthetic harness traffic is recorded and scored under the example contract; training runs
+are fired and registered with made-up artifacts (``fake_train``: no torch), so two
+generations of ``coding`` exist, one promoted by hand; the contract is reweighted (v2,
+published, history re-scored) and a further draft (v3) waits for its dry run. The gate
+records carry an interval, a sample count and a seed, as a statistical gate will.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from events.ingest import IngestLimits, ingest
+from harness.synthetic import synthetic_sessions
+from hcp.bootstrap import Container
+from tests.unit.trainer_core.fixtures import fake_model_dir, fake_train
+
+ACTOR = "user:console-test"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "contracts" / "default.toml"
+
+
+@dataclass(frozen=True)
+class ConsoleData:
+    root: str  # coding@1
+    successor: str  # coding@2, trained from coding@1
+    keys: dict[str, str]  # role -> API key
+
+
+def gate_record(delta: float) -> dict[str, Any]:
+    criterion = {"successor": 0.6 + delta, "parent": 0.6, "tolerance": 0.05, "gated": True, "ok": True}
+    return {
+        "promote": True, "reason": f"held-out margin improved by {delta}", "metric": "offline",
+        "parent_is_base": False, "held_out": 12, "seed": 20240601,
+        "interval": {"low": delta / 2, "high": delta * 1.5, "level": 0.95},
+        "comparison": {"heldout_margin": {"successor": 0.2 + delta, "parent": 0.2, "delta": delta,
+                                          "required": 0.0, "ok": True},
+                       "n_pairs": 12, "criteria": {"brevity": criterion, "helpfulness": criterion}},
+    }
+
+
+def metrics(delta: float) -> dict[str, Any]:
+    return {"gate": gate_record(delta), "loss_curve": [[1, 2.0], [2, 1.5], [3, 1.2], [4, 1.1]],
+            "training": {"objective": "sft", "steps": 4, "loss_first": 2.0, "loss_last": 1.1}}
+
+
+def record(container: Container, sessions: int, seed: int, adapters: dict[str, str]) -> None:
+    limits = IngestLimits(500, 262_144)
+    for session in synthetic_sessions(sessions, seed, 0.6, adapters):
+        ingest(container.store, session, limits)
+    container.evaluator(group="console-test").drain(timeout=120)
+
+
+def build(container: Container, tmp: Path, sessions: int = 40) -> ConsoleData:
+    container.registry.register_base_model("hcp-tiny", fake_model_dir(tmp / "base"), ACTOR)
+    contracts = container.contracts
+    contracts.create_draft("default", EXAMPLE.read_text(), ACTOR)
+    contracts.publish("default", 1, ACTOR)
+    record(container, sessions, seed=1, adapters={})
+    root = container.triggers.fire_manual("coding", ACTOR, "first", parent="root")
+    first = fake_train(container, root.run_id, content=b"coding-1", metrics=metrics(0.1))
+    container.registry.set_status(first.adapter_id, "promoted", ACTOR, "reviewed by hand",
+                                  alias="production")
+    draft = contracts.draft_from("default", 1, ACTOR)
+    reweighted = draft.document.replace('id = "brevity"\nweight = 1.0', 'id = "brevity"\nweight = 3.0')
+    contracts.edit_draft("default", draft.version, reweighted, ACTOR)
+    contracts.publish("default", draft.version, ACTOR)
+    record(container, sessions, seed=2, adapters={"coding": first.adapter_id})
+    again = container.triggers.fire_manual("coding", ACTOR, "second")
+    second = fake_train(container, again.run_id, content=b"coding-2", metrics=metrics(0.05))
+    third = contracts.draft_from("default", 2, ACTOR)
+    contracts.edit_draft("default", third.version, third.document.replace(
+        'id = "brevity"\nweight = 3.0', 'id = "brevity"\nweight = 0.5'), ACTOR)
+    keys = {
+        "admin": container.keys.create(["admin"], "ops"),
+        "auditor": container.keys.create(["registry:read", "contracts:read", "rewards:read",
+                                          "events:read", "audit:read"], "auditor"),
+        "viewer": container.keys.create(["registry:read"], "viewer"),
+    }
+    return ConsoleData(first.adapter_id, second.adapter_id, keys)

@@ -175,24 +175,24 @@ def routed(adapter: str, specialist: str = "coding", **kwargs: object) -> Client
 def test_serving_records_naming_unknown_registry_objects_are_refused() -> None:
     store, check = RecordingStore(), Registry()
     with pytest.raises(BatchRejected) as caught:
-        ingest(store, [routed("coding@1"), routed("coding@99")], LIMITS, check)
+        ingest(store, [routed("coding@1"), routed("coding@99")], LIMITS, OPERATOR, check)
     assert caught.value.field == "events[1].payload.adapter_version"
     assert "no adapter 'coding@99'" in caught.value.message and "ahead_of_registry" in caught.value.message
     with pytest.raises(BatchRejected) as meta:
-        ingest(store, [turn(contract="default@7")], LIMITS, check)
+        ingest(store, [turn(contract="default@7")], LIMITS, OPERATOR, check)
     assert meta.value.field == "events[0].metadata.contract"
     with pytest.raises(BatchRejected, match="not a version of specialist 'chat'") as paired:
-        ingest(store, [routed("coding@1", specialist="chat")], LIMITS, check)
+        ingest(store, [routed("coding@1", specialist="chat")], LIMITS, OPERATOR, check)
     assert paired.value.field == "events[0].payload.adapter_version"
     assert store.batches == []
 
 
 def test_known_names_the_escape_and_custom_types_pass_and_each_name_is_asked_once() -> None:
     store, check = RecordingStore(), Registry()
-    ingest(store, [routed("coding@1"), routed("coding@1"), turn(specialist="coding")], LIMITS, check)
+    ingest(store, [routed("coding@1"), routed("coding@1"), turn(specialist="coding")], LIMITS, OPERATOR, check)
     assert sorted(check.asked) == [("adapter", "coding@1"), ("specialist", "coding")]
     ahead = routed("coding@99", ahead_of_registry=True)
     custom = ClientEvent(stream_id="s", type="x.route", payload={}, adapter_version="coding@99")
-    ingest(store, [ahead, custom], IngestLimits(3, 1024), check)
+    ingest(store, [ahead, custom], IngestLimits(3, 1024), OPERATOR, check)
     assert len(store.batches) == 2
-    ingest(store, [routed("coding@99")], LIMITS)  # no check given: nothing is looked up
+    ingest(store, [routed("coding@99")], LIMITS, OPERATOR)  # no check given: nothing is looked up

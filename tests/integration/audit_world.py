@@ -61,7 +61,7 @@ def build_world(c: Container, tmp_path: Path) -> list[RewardRecord]:
     c.contracts.publish("default", draft.version, "tester")
     digest = c.contracts.get("default", 1).content_hash
     rewards = record_rewards(c, digest, 8, "a")
-    c.registry.register_base_model("tiny", fake_model_dir(tmp_path / "base"), "tester")
+    c.registry.register_base_model("tiny", fake_model_dir(tmp_path / "models" / "base"), "tester")
     first = fake_train(c, c.triggers.fire_manual("coding", "tester", "first", parent="root").run_id)
     c.aliases.move("coding", "production", first.adapter_id, "tester", "first version")
     rewards += record_rewards(c, digest, 8, "b")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from events.ingest import IngestLimits, ingest
+from events.ingest import Author, IngestLimits, ingest
 from harness.synthetic import synthetic_sessions
 from hcp.bootstrap import Container
 from tests.unit.trainer_core.fixtures import fake_model_dir, fake_train
@@ -49,12 +49,12 @@ def metrics(delta: float) -> dict[str, Any]:
 def record(container: Container, sessions: int, seed: int, adapters: dict[str, str]) -> None:
     limits = IngestLimits(500, 262_144)
     for session in synthetic_sessions(sessions, seed, 0.6, adapters):
-        ingest(container.store, session, limits)
+        ingest(container.store, session, limits, Author("harness:console-test"))
     container.evaluator(group="console-test").drain(timeout=120)
 
 
 def build(container: Container, tmp: Path, sessions: int = 40) -> ConsoleData:
-    container.registry.register_base_model("hcp-tiny", fake_model_dir(tmp / "base"), ACTOR)
+    container.registry.register_base_model("hcp-tiny", fake_model_dir(tmp / "models" / "base"), ACTOR)
     contracts = container.contracts
     contracts.create_draft("default", EXAMPLE.read_text(), ACTOR)
     contracts.publish("default", 1, ACTOR)

@@ -73,7 +73,7 @@ def test_seals_carry_the_chain_head_into_the_log(engine: Engine) -> None:
 
 def test_the_migration_chains_rewards_stored_before_it(database_url: str) -> None:
     config = migrate.alembic_config(database_url)
-    command.downgrade(config, "-1")  # to the revision before 0006
+    command.downgrade(config, "0005")  # to the revision before 0006
     engine = make_engine(database_url)
     seed_contract_row(engine)
     now = datetime.now(UTC)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.checks import contracts, log, registry, rewards, training
-from audit.checks.contracts import CONTRACT_TYPES
+from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
 from audit.checks.training import RUN_TYPES
 from audit.keys import VerifierKey
 from audit.report import AuditReport, Findings
@@ -98,10 +98,14 @@ def audit_adapter(src: AuditSources, adapter_id: str, verifier: VerifierKey | No
     logged = run.check("contract_versions", "contract_versions", "contract.* events", lambda f:
                        contracts.check_contract_versions(f, src.contracts.stored_rows(contract_names),
                                                          contract_events))
+    moves = src.store.of_types([SERVING_TYPE], [f"contract:{n}" for n in contract_names])
+    run.check("contract_serving_moves", "contract_serving_moves of those contracts",
+              "contract.serving_moved events", lambda f:
+              contracts.check_serving_moves(f, src.serving.stored_rows(contract_names), moves))
     seals = src.store.of_types([SEAL_TYPE], [SEAL_STREAM])
     run.check("reward_records", "reward_records", "the reward chain around each used reward; "
               "reward.sealed events", lambda f: _rewards(src, f, used, reward_ids, seals, logged))
-    relied += contract_events + seals
+    relied += contract_events + moves + seals
 
     run.check("artifacts", "adapter_versions.artifact_sha256", "the artifact store, re-hashed",
               lambda f: _artifacts(src, f, rows, registered, run))

@@ -15,7 +15,7 @@ from typing import Any
 
 from audit.ancestry import audit_adapter
 from audit.checks import contracts, log, registry, rewards, training
-from audit.checks.contracts import CONTRACT_TYPES
+from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
 from audit.checks.training import RUN_TYPES
 from audit.keys import VerifierKey
 from audit.merkle import chain_leaf
@@ -48,6 +48,8 @@ class Auditor:
         logged = run.check("contract_versions", "contract_versions", "contract.* events", lambda f:
                            contracts.check_contract_versions(f, src.contracts.stored_rows(),
                                                              of(CONTRACT_TYPES)))
+        run.check("contract_serving_moves", "contract_serving_moves", "contract.serving_moved events",
+                  lambda f: contracts.check_serving_moves(f, src.serving.stored_rows(), of([SERVING_TYPE])))
         run.check("reward_records", "reward_records", "the reward chain and its reward.sealed events",
                   lambda f: self._reward_chain(f, logged, run))
         adapters = src.registry.adapters()

@@ -53,6 +53,23 @@ class Findings:
         if diffs:
             self.add(subject, "; ".join(diffs))
 
+    def by_position(self, what: str, rows: list[dict[str, Any]], events: list[Any],
+                    compare: Any) -> None:
+        """Rows keyed by the position of the event written with them (alias moves, status
+        changes, serving moves): each row against its event, and each event must have its row.
+        ``compare(row, event)`` gives the ``differ`` pairs."""
+        logged = {e.position: e for e in events}
+        for row in rows:
+            self.checked += 1
+            subject = f"{what} at position {row['position']}"
+            event = logged.pop(int(row["position"]), None)
+            if event is None:
+                self.add(subject, f"no event at that position records this {what}")
+                continue
+            self.differ(subject, f"the {event.type} event", compare(row, event))
+        for position, event in logged.items():
+            self.add(f"{what} at position {position}", f"the row is missing; {event.type} recorded it")
+
     def to_json(self) -> dict[str, Any]:
         return {"check": self.name, "table": self.table, "against": self.against, "ok": self.ok,
                 "checked": self.checked, "mismatches": [m.to_json() for m in self.mismatches],

@@ -14,6 +14,7 @@ from audit.checks import training
 from audit.keys import VerifierKey
 from audit.nodestore import NodeStore
 from audit.report import AuditReport, Findings
+from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from evaluators.rewards import RewardStore
 from events.model import RecordedEvent
@@ -35,6 +36,7 @@ class AuditSources:
 
     store: EventStore
     contracts: ContractVersions
+    serving: ContractServing
     rewards: RewardStore
     registry: RegistryRecords
     manifests: Manifests

@@ -13,7 +13,7 @@ to it first, so a harness is never left without its configuration by accident.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -211,6 +211,15 @@ class ContractServing:
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(moves.c.position.desc()).limit(limit))
             return [_move(r) for r in rows]
+
+    def stored_rows(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Every move (of contracts ``names``) exactly as stored: what an auditor compares
+        with the ``contract.serving_moved`` events. One query."""
+        query = select(moves).order_by(moves.c.position)
+        if names is not None:
+            query = query.where(moves.c.name.in_(sorted(set(names))))
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
 
     def version_for(self, name: str, specialist: str,
                     conn: Connection | None = None) -> int | None:

@@ -287,7 +287,7 @@ class Container:
     @cached_property
     def auditor(self) -> Auditor:
         return Auditor(AuditSources(
-            store=self.store, contracts=self.contracts, rewards=self.rewards,
+            store=self.store, contracts=self.contracts, serving=self.serving, rewards=self.rewards,
             registry=RegistryRecords(self.engine), manifests=self.manifests, runs=self.runs,
             firings=FiringRecords(self.engine), artifacts=self.artifacts,
             checkpoints=self.checkpoint_store, nodes=lambda: SqlNodeStore(self.engine),

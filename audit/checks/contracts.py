@@ -1,4 +1,5 @@
-"""Contract versions against the ``contract.*`` events of their stream.
+"""Contract versions against the ``contract.*`` events of their stream, and the serving
+moves (which version a harness runs, per specialist) against ``contract.serving_moved``.
 
 The projection is replayed from the log (draft_created, draft_edited, published,
 retired) and compared field by field; the stored document must also still hash to its
@@ -17,6 +18,7 @@ from events.model import RecordedEvent
 
 CONTRACT_TYPES = ("contract.draft_created", "contract.draft_edited", "contract.published",
                   "contract.retired")
+SERVING_TYPE = "contract.serving_moved"
 STATUS_AFTER = {"contract.draft_created": "draft", "contract.draft_edited": "draft",
                 "contract.published": "published", "contract.retired": "retired"}
 
@@ -100,3 +102,27 @@ def _check_document_hash(findings: Findings, ref: str, row: dict[str, Any],
     if rehashed != row["content_hash"]:
         findings.add(ref, f"the stored document hashes to {rehashed[:12]}…, not to its content_hash "
                           f"{row['content_hash'][:12]}…")
+
+
+def check_serving_moves(findings: Findings, rows: list[dict[str, Any]], events: list[RecordedEvent]) -> None:
+    """Each serving move against its event (same position), and the log against itself:
+    a move's ``previous_version`` is what the move before it served."""
+    def compare(row: dict[str, Any], event: RecordedEvent) -> dict[str, tuple[Any, Any]]:
+        p = event.payload
+        return {"name": (row["name"], p["name"]), "specialist": (row["specialist"], p["specialist"]),
+                "version": (row["version"], p["version"]),
+                "previous_version": (row["previous_version"], p["previous_version"]),
+                "actor": (row["actor"], event.metadata.actor), "reason": (row["reason"], p["reason"]),
+                "moved_at": (row["moved_at"], event.recorded_at)}
+
+    findings.by_position("serving move", rows, events, compare)
+    serving: dict[tuple[str, str], int | None] = {}
+    for event in sorted(events, key=lambda e: e.position):
+        p = event.payload
+        key = (p["name"], p["specialist"])
+        before = serving.get(key)
+        if p["previous_version"] != before:
+            findings.add(f"serving move at position {event.position}",
+                         f"{key[0]}/{key[1]} says it replaced version {p['previous_version']!r}, but "
+                         f"the move before it served {before!r}")
+        serving[key] = p["version"]

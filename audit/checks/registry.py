@@ -58,7 +58,7 @@ def check_status_changes(findings: Findings, rows: list[Row], events: list[Recor
                 "actor": (row["actor"], event.metadata.actor), "reason": (row["reason"], p["reason"]),
                 "changed_at": (row["changed_at"], event.recorded_at)}
 
-    _by_position(findings, "status change", rows, events, compare)
+    findings.by_position("status change", rows, events, compare)
 
 
 def check_alias_moves(findings: Findings, rows: list[Row], events: list[RecordedEvent]) -> None:
@@ -71,7 +71,7 @@ def check_alias_moves(findings: Findings, rows: list[Row], events: list[Recorded
                 "moved_at": (row["moved_at"], event.recorded_at),
                 "kind": (row.get("kind", "move"), p.get("kind", "move"))}
 
-    _by_position(findings, "alias move", rows, events, compare)
+    findings.by_position("alias move", rows, events, compare)
     targets: dict[tuple[str, str], str | None] = {}  # the log must agree with itself, too
     for event in sorted(events, key=lambda e: e.position):
         p = event.payload
@@ -102,17 +102,3 @@ def check_base_models(findings: Findings, rows: list[Row], events: list[Recorded
         findings.add(name, f"the row is missing; base_model.registered at position {event.position} "
                            "registered it")
 
-
-def _by_position(findings: Findings, what: str, rows: list[Row], events: list[RecordedEvent],
-                 compare: Any) -> None:
-    logged = {e.position: e for e in events}
-    for row in rows:
-        findings.checked += 1
-        subject = f"{what} at position {row['position']}"
-        event = logged.pop(int(row["position"]), None)
-        if event is None:
-            findings.add(subject, f"no event at that position records this {what}")
-            continue
-        findings.differ(subject, f"the {event.type} event", compare(row, event))
-    for position, event in logged.items():
-        findings.add(f"{what} at position {position}", f"the row is missing; {event.type} recorded it")

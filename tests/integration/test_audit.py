@@ -33,12 +33,13 @@ def test_an_honest_world_passes_both_audits(world: World) -> None:
     checked = {c.name: c.checked for c in everything.checks}
     assert checked["adapter_versions"] == 2 and checked["reward_records"] >= 16
     assert checked["alias_moves"] == 2 and checked["training_runs"] == 2
+    assert checked["contract_serving_moves"] >= 1
     adapter = world.c.auditor.adapter("coding@2")
     assert adapter.ok, mismatch_lines(adapter)
     assert adapter.scope == "adapter coding@2 (2 versions)"
-    assert {c.name for c in adapter.checks} >= {"contract_versions", "reward_records", "dataset_manifests",
-                                               "adapter_versions", "alias_moves", "trigger_firings",
-                                               "training_runs", "artifacts", "event_log"}
+    assert {c.name for c in adapter.checks} >= {
+        "contract_versions", "contract_serving_moves", "reward_records", "dataset_manifests",
+        "adapter_versions", "alias_moves", "trigger_firings", "training_runs", "artifacts", "event_log"}
 
 
 def manifest_of(world: World, adapter_id: str) -> str:
@@ -64,6 +65,13 @@ def change_alias_move(world: World) -> tuple[Callable[[Connection], Any] | None,
     latest = world.c.aliases.history("coding", "production")[0]
     return (sql("UPDATE alias_moves SET adapter_id = 'coding@1' WHERE position = :p", p=latest.position),
             "alias_moves", f"alias move at position {latest.position}")
+
+
+def change_serving_move(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
+    first = world.c.serving.history("default")[-1]
+    return (sql("UPDATE contract_serving_moves SET reason = 'nothing to see' WHERE position = :p",
+                p=first.position),
+            "contract_serving_moves", f"serving move at position {first.position}")
 
 
 def change_reward_score(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
@@ -114,6 +122,7 @@ CASES = {
     "a published contract's text": change_contract_text,
     "an adapter's parent": change_parent,
     "an alias move": change_alias_move,
+    "a contract serving move": change_serving_move,
     "a reward score": change_reward_score,
     "a manifest member": change_manifest_member,
     "an artifact byte": change_artifact_byte,

@@ -101,6 +101,23 @@ def test_alias_moves_must_agree_with_the_rows_and_with_each_other() -> None:
     assert "moved_at" in f.mismatches[0].message and "replaced 's@9'" in f.mismatches[1].message
 
 
+def test_serving_moves_must_agree_with_the_rows_and_with_each_other() -> None:
+    def move(version: int | None, previous: int | None) -> tuple[str, str, dict[str, Any], str]:
+        return ("contract:c", "contract.serving_moved", {"name": "c", "specialist": "coding",
+                "version": version, "previous_version": previous, "reason": "publish"}, "ann")
+
+    events = log_of(move(1, None), move(3, 2), move(None, 3))
+    rows = [{"position": e.position, "name": "c", "specialist": "coding", "version": e.payload["version"],
+             "previous_version": e.payload["previous_version"], "actor": "ann", "reason": "publish",
+             "moved_at": e.recorded_at} for e in events]
+    rows[2]["version"] = 3  # the retirement rewritten as if 3 still served
+    f = Findings("contract_serving_moves", "contract_serving_moves", "events")
+    contracts.check_serving_moves(f, rows, events)
+    assert [m.subject for m in f.mismatches] == ["serving move at position 3", "serving move at position 2"]
+    assert "version is 3 in the row but None" in f.mismatches[0].message
+    assert "replaced version 2" in f.mismatches[1].message and "served 1" in f.mismatches[1].message
+
+
 def test_the_ancestry_is_the_union_of_row_and_event_parents() -> None:
     rows = [{"adapter_id": "s@3", "parent_adapter_id": None},
             {"adapter_id": "s@2", "parent_adapter_id": "s@1"},

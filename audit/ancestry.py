@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.checks import contracts, log, registry, rewards, training
+from audit.checks import approvals, contracts, log, registry, rewards, training
+from audit.checks.approvals import APPROVAL_TYPES
 from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
 from audit.checks.training import RUN_TYPES
 from audit.keys import VerifierKey
@@ -22,7 +23,8 @@ from evaluators.chain import SEAL_STREAM, SEAL_TYPE
 from events.model import RecordedEvent
 from kernel.errors import NotFound
 
-SPECIALIST_TYPES = ("adapter.registered", "adapter.status_changed", "alias.moved", "trigger.fired")
+SPECIALIST_TYPES = ("adapter.registered", "adapter.status_changed", "alias.moved", "trigger.fired",
+                    *APPROVAL_TYPES)
 Row = dict[str, Any]
 
 
@@ -68,7 +70,13 @@ def audit_adapter(src: AuditSources, adapter_id: str, verifier: VerifierKey | No
               lambda f: registry.check_status_changes(f, src.registry.status_changes(ids), status))
     run.check("alias_moves", f"alias_moves of {specialist}", "alias.moved events", lambda f:
               registry.check_alias_moves(f, src.registry.alias_moves(specialist), typed["alias.moved"]))
-    relied += status + typed["alias.moved"]
+    steps = [e for e in spec_events if e.type in APPROVAL_TYPES or e.type == "alias.moved"]
+    run.check("alias_approvals", f"alias_protections, alias_move_requests, alias_move_decisions of "
+              f"{specialist}", "alias.* events; moves of protected aliases against their approvals",
+              lambda f: approvals.check_approvals(f, src.registry.alias_protections(specialist),
+                                                  src.registry.move_requests(specialist),
+                                                  src.registry.move_decisions(specialist), steps))
+    relied += status + steps
 
     run_ids = {r["training_run_id"] for r in rows} | {e.payload["training_run_id"] for e in registered}
     fired = [e for e in typed["trigger.fired"] if e.payload["run_id"] in run_ids]

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from audit.ancestry import audit_adapter
-from audit.checks import contracts, log, registry, rewards, training
+from audit.checks import approvals, contracts, log, registry, rewards, training
+from audit.checks.approvals import APPROVAL_TYPES
 from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
 from audit.checks.training import RUN_TYPES
 from audit.keys import VerifierKey
@@ -62,6 +63,11 @@ class Auditor:
                                                           of(["adapter.status_changed"])))
         run.check("alias_moves", "alias_moves", "alias.moved events", lambda f:
                   registry.check_alias_moves(f, src.registry.alias_moves(), of(["alias.moved"])))
+        run.check("alias_approvals", "alias_protections, alias_move_requests, alias_move_decisions",
+                  "alias.* events; moves of protected aliases against their approvals", lambda f:
+                  approvals.check_approvals(f, src.registry.alias_protections(), src.registry.move_requests(),
+                                            src.registry.move_decisions(),
+                                            of([*APPROVAL_TYPES, "alias.moved"])))
         run.check("base_models", "base_models", "base_model.registered events", lambda f:
                   registry.check_base_models(f, src.registry.base_models(), of(["base_model.registered"])))
         fired = of(["trigger.fired"])

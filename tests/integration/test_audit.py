@@ -156,3 +156,27 @@ def test_an_unknown_adapter_is_not_found(world: World) -> None:
         world.c.auditor.adapter("coding@9")
     with world.c.engine.connect() as conn:
         assert conn.execute(select(events_table.c.position)).first() is not None
+
+
+def test_approvals_of_a_protected_alias_are_audited(world: World) -> None:
+    c = world.c
+    c.approvals.protect("coding", "staging", True, "ann", "two people move staging")
+    asked = c.approvals.request("coding", "staging", "coding@1", "ann", "try the first")
+    move = c.approvals.approve(asked.request_id, "bob", "looked at it")
+    c.checkpoint_signer.sign()
+    for report in (c.auditor.everything(), c.auditor.adapter("coding@2")):
+        assert report.ok, mismatch_lines(report)
+        assert {ch.name: ch.checked for ch in report.checks}["alias_approvals"] == 3
+
+    # The approver rewritten to be the requester: the row no longer matches its event.
+    decision = c.store.read_stream("specialist:coding", limit=1000)[-2]
+    assert decision.type == "alias.move_approved"
+    as_superuser(c.engine, sql("UPDATE alias_move_decisions SET actor = 'ann' WHERE request_id = :r",
+                               r=asked.request_id))
+    # And the protection's row deleted, to make the alias look as if it never needed approval.
+    as_superuser(c.engine, sql("DELETE FROM alias_protections WHERE alias = 'staging'"))
+    for report in (c.auditor.everything(), c.auditor.adapter("coding@2")):
+        subjects = {m.subject for m in report.mismatches if m.check == "alias_approvals"}
+        assert f"move decision at position {decision.position}" in subjects, mismatch_lines(report)
+        assert any(s.startswith("protection change at position") for s in subjects)
+    assert move.position == decision.position + 1

@@ -1,6 +1,7 @@
 """The registry's rows exactly as stored, read in bulk: what an auditor compares with the
 events that created them (``adapter.registered``, ``adapter.status_changed``,
-``alias.moved``, ``base_model.registered``). One query per kind of row, never one per row.
+``alias.moved``, ``base_model.registered``, and the protected aliases' ``alias.*`` steps).
+One query per kind of row, never one per row.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from trainer.registry.tables import (
     adapter_contract_versions,
     adapter_status_changes,
     adapter_versions,
+    alias_move_decisions,
+    alias_move_requests,
     alias_moves,
+    alias_protections,
     base_models,
 )
 
@@ -52,6 +56,27 @@ class RegistryRecords:
         query = select(alias_moves).order_by(alias_moves.c.position)
         if specialist is not None:
             query = query.where(alias_moves.c.specialist == specialist)
+        return self._rows(query)
+
+    def alias_protections(self, specialist: str | None = None) -> list[Row]:
+        return self._of_specialist(alias_protections, specialist)
+
+    def move_requests(self, specialist: str | None = None) -> list[Row]:
+        return self._of_specialist(alias_move_requests, specialist)
+
+    def move_decisions(self, specialist: str | None = None) -> list[Row]:
+        """Each decision with its request's specialist and alias (decisions name only the request)."""
+        d, r = alias_move_decisions, alias_move_requests
+        query = (select(d, r.c.specialist, r.c.alias).join(r, r.c.request_id == d.c.request_id)
+                 .order_by(d.c.position))
+        if specialist is not None:
+            query = query.where(r.c.specialist == specialist)
+        return self._rows(query)
+
+    def _of_specialist(self, table: Any, specialist: str | None) -> list[Row]:
+        query = select(table).order_by(table.c.position)
+        if specialist is not None:
+            query = query.where(table.c.specialist == specialist)
         return self._rows(query)
 
     def base_models(self, names: Iterable[str] | None = None) -> list[Row]:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from audit.ancestry import ancestors
-from audit.checks import contracts, registry, rewards, training
+from audit.checks import approvals, contracts, registry, rewards, training
 from audit.report import Findings, show
 from audit.sql_nodestore import completed_nodes
 from audit.tree import CompactRange
@@ -188,3 +188,36 @@ def test_completed_nodes_are_what_the_compact_range_finishes() -> None:
 def test_long_values_are_shown_by_their_digest() -> None:
     assert show("short") == "'short'"
     assert show("x" * 500).startswith("<500 chars, sha256 ")
+
+
+def test_a_protected_alias_moves_only_right_after_another_actors_approval() -> None:
+    def step(event_type: str, actor: str, **payload: Any) -> tuple[str, str, dict[str, Any], str]:
+        return ("specialist:s", event_type, {"specialist": "s", "alias": "prod", "reason": "r", **payload},
+                actor)
+
+    def moved(actor: str, target: str) -> tuple[str, str, dict[str, Any], str]:
+        return step("alias.moved", actor, adapter_id=target, previous_adapter_id=None, kind="move")
+
+    events = log_of(
+        moved("ann", "s@1"),  # not protected yet: no approval needed
+        step("alias.protection_changed", "ann", protected=True),
+        step("alias.move_requested", "ann", request_id="r1", kind="move", adapter_id="s@2",
+             expected_current="s@1"),
+        step("alias.move_approved", "bob", request_id="r1"), moved("bob", "s@2"),  # as it should be
+        moved("cat", "s@3"),  # no approval at all
+        step("alias.move_requested", "ann", request_id="r2", kind="move", adapter_id="s@4",
+             expected_current="s@3"),
+        step("alias.move_approved", "ann", request_id="r2"), moved("ann", "s@4"),  # self-approved
+        step("alias.move_requested", "ann", request_id="r3", kind="move", adapter_id="s@5",
+             expected_current="s@4"),
+        step("alias.move_approved", "bob", request_id="r3"), moved("bob", "s@6"))  # another target
+    f = Findings("alias_approvals", "alias_*", "events")
+    approvals.check_approvals(f, [], [], [], events)
+    unapproved = {m.subject: m.message for m in f.mismatches if m.subject.startswith("alias move")}
+    assert sorted(unapproved) == ["alias move at position 12", "alias move at position 6",
+                                  "alias move at position 9"]
+    assert "no alias.move_approved" in unapproved["alias move at position 6"]
+    assert "approved their own request" in unapproved["alias move at position 9"]
+    assert "asked for s@5" in unapproved["alias move at position 12"]
+    # Events with no rows are named too (the rows were passed empty).
+    assert any(m.subject == "protection change at position 2" for m in f.mismatches)

@@ -143,7 +143,7 @@ def proofs(parts: Container, events: Sequence[str], floor: list[float]) -> None:
 def verify_floor(proof: Sequence[bytes]) -> None:
     """Verification's unavoidable work: one Ed25519 signature check (the checkpoint's) and
     one SHA-256 per proof node."""
-    _FLOOR_KEY.verify(_FLOOR_MESSAGE, _FLOOR_SIGNATURE)
+    _FLOOR_KEY.verify(_FLOOR_SIGNATURE, _FLOOR_MESSAGE)
     for node in proof:
         hashlib.sha256(b"\x01" + node + node).digest()
 

@@ -154,7 +154,8 @@ def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: A
         version = validate_client_event(item.type, item.schema_version, item.payload)
     except PayloadInvalid as exc:
         raise BatchRejected(f"events[{index}].{exc.field}", exc.message) from None
-    size = len(canonical_json(item.payload).encode())
+    text = canonical_json(item.payload)  # measured here, then digested and stored as is
+    size = len(text) if text.isascii() else len(text.encode())
     if size > limits.max_payload_bytes:
         raise BatchRejected(
             f"events[{index}].payload",
@@ -169,7 +170,7 @@ def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: A
     return NewEvent(
         stream_id=item.stream_id, type=item.type, payload=item.payload,
         event_id=item.event_id or uuid.uuid4(), schema_version=version, metadata=meta,
-        expected_seq=item.expected_seq,
+        expected_seq=item.expected_seq, payload_json=text,
     )
 
 

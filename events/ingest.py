@@ -20,7 +20,7 @@ from typing import Any
 
 from events.catalogue import CUSTOM_PREFIX, PayloadInvalid, reserved_stream, validate_client_event
 from events.model import EventMetadata, NewEvent
-from events.store import Appended, EventStore
+from events.store import Appended, Appender
 from kernel.canonical import canonical_json
 from kernel.json_input import JsonLimits, JsonRejected, check_json_value
 
@@ -76,7 +76,7 @@ ReferenceCheck = Callable[[str, str], str | None]
 AHEAD_OF_REGISTRY = "ahead_of_registry"
 
 
-def ingest(store: EventStore, items: Sequence[ClientEvent], limits: IngestLimits,
+def ingest(store: Appender, items: Sequence[ClientEvent], limits: IngestLimits,
            author: Author, references: ReferenceCheck | None = None) -> list[Appended]:
     """Validate every item (and its registry references, given a check), stamp actor and
     tenant from ``author``, then append the batch all-or-nothing. The client's ``actor``

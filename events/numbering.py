@@ -62,32 +62,60 @@ def number_batch(batch: Sequence[NewEvent], existing: dict[uuid.UUID, RecordedEv
         WrongExpectedSeq: an ``expected_seq`` does not match its stream's head.
         StreamOfAnotherTenant: the stream belongs to another tenant.
     """
-    items = prepared if prepared is not None else prepare_batch(batch)
-    known, seqs, owners = dict(existing), dict(stream_seqs), dict(stream_tenants or {})
-    position, prev_hash = head_position, head_hash
-    recorded = recorded_json(now)
-    results: list[Appended] = []
-    for index, item in enumerate(items):
-        new = item.new
-        stored = known.get(new.event_id)
-        if stored is not None:
-            if not same_content(stored, new, item.digest):
-                raise EventIdConflict(new.event_id, index)
-            results.append(Appended(stored, created=False))
-            continue
-        current = seqs.get(new.stream_id, 0)
-        if current and stream_tenants is not None and owners.get(new.stream_id) != new.metadata.tenant:
-            raise StreamOfAnotherTenant(new.stream_id, index)
-        owners[new.stream_id] = new.metadata.tenant
-        if new.expected_seq is not None and new.expected_seq != current:
-            raise WrongExpectedSeq(new.stream_id, new.expected_seq, current, index)
-        position += 1
-        seqs[new.stream_id] = current + 1
-        event = _record(item, position, current + 1, now, recorded, prev_hash)
-        prev_hash = event.hash
-        known[new.event_id] = event  # a repeat later in the same batch is a duplicate
-        results.append(Appended(event, created=True))
-    return results
+    numbering = Numbering(existing, head_position, head_hash, stream_seqs, now, stream_tenants)
+    return numbering.number(prepared if prepared is not None else prepare_batch(batch))
+
+
+class Numbering:
+    """The log's state under the writer lock, numbering one batch after another.
+
+    Several client batches can share a transaction (the API's group commit): each is
+    numbered after the ones before it, all or nothing, and one that fails (a conflict,
+    a wrong expected seq) leaves the state as it was for the next.
+    """
+
+    def __init__(self, existing: dict[uuid.UUID, RecordedEvent], head_position: int,
+                 head_hash: str, stream_seqs: dict[str, int], now: datetime,
+                 stream_tenants: dict[str, str | None] | None = None) -> None:
+        self.known, self.seqs = dict(existing), dict(stream_seqs)
+        self.owners, self.check_owners = dict(stream_tenants or {}), stream_tenants is not None
+        self.position, self.prev_hash, self.now = head_position, head_hash, now
+        self.recorded = recorded_json(now)
+
+    def number(self, items: Sequence[Prepared]) -> list[Appended]:
+        """Number ``items`` on from the state; see ``number_batch`` for what it raises."""
+        known: dict[uuid.UUID, RecordedEvent] = {}  # this batch's changes, kept on success
+        seqs: dict[str, int] = {}
+        owners: dict[str, str | None] = {}
+        position, prev_hash = self.position, self.prev_hash
+        results: list[Appended] = []
+        for index, item in enumerate(items):
+            new = item.new
+            stored = known.get(new.event_id) or self.known.get(new.event_id)
+            if stored is not None:
+                if not same_content(stored, new, item.digest):
+                    raise EventIdConflict(new.event_id, index)
+                results.append(Appended(stored, created=False))
+                continue
+            stream = new.stream_id
+            current = seqs[stream] if stream in seqs else self.seqs.get(stream, 0)
+            owner = owners[stream] if stream in owners else self.owners.get(stream)
+            if current and self.check_owners and owner != new.metadata.tenant:
+                raise StreamOfAnotherTenant(stream, index)
+            owners[stream] = new.metadata.tenant
+            if new.expected_seq is not None and new.expected_seq != current:
+                raise WrongExpectedSeq(stream, new.expected_seq, current, index)
+            position += 1
+            seqs[stream] = current + 1
+            event = _record(item, position, current + 1, self.now, self.recorded, prev_hash)
+            prev_hash = event.hash
+            known[new.event_id] = event  # a repeat later in the same batch is a duplicate
+            results.append(Appended(event, created=True))
+        self.known.update(known)
+        self.seqs.update(seqs)
+        self.owners.update(owners)
+        self.position, self.prev_hash = position, prev_hash
+        return results
 
 
 def record(new: NewEvent, position: int, seq: int, now: datetime, prev_hash: str) -> RecordedEvent:

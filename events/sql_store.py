@@ -7,22 +7,21 @@ import uuid
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, String, Uuid, and_, any_, bindparam, func, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import BigInteger, String, and_, func, select, text
 from sqlalchemy.engine import Connection, Engine
 
 from events.catalogue import upcast_event
-from events.chain import GENESIS_HASH
-from events.model import EventMetadata, NewEvent, RecordedEvent
-from events.numbering import Prepared, number_batch, prepare_batch
+from events.errors import EventLogError
+from events.model import NewEvent, RecordedEvent
+from events.numbering import Prepared, prepare_batch
+from events.sql_append import append_batches
+from events.sql_rows import event_from_row
 from events.store import Appended, ChainLink, Closer, EventStore
 from events.tables import events as events_table
-from kernel.clock import utc, utcnow
 from kernel.db import is_postgres, reading
-from kernel.sql import copy_rows, insert_rows, lock_writers, pipelined
 
-# Any constant works; it only has to be the same for every writer of this database.
-APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
+__all__ = ["SqlEventStore", "event_from_row"]
+
 ID_CHUNK = 500  # ids per IN (...) on SQLite
 
 
@@ -33,85 +32,20 @@ class SqlEventStore(EventStore):
     def append(self, batch: Sequence[NewEvent], conn: Connection | None = None) -> list[Appended]:
         # Digests and hash templates first: none of it needs the lock, so none of it
         # holds up the other writers.
-        prepared = prepare_batch(batch)
+        [outcome] = self.append_prepared([prepare_batch(batch)], conn)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def append_prepared(self, batches: Sequence[Sequence[Prepared]],
+                        conn: Connection | None = None) -> list[list[Appended] | EventLogError]:
+        """Several prepared batches in one transaction, each all or nothing: per batch,
+        its results, or the error that refused it (the others are stored regardless).
+        An error of the transaction itself (the database) raises and stores nothing."""
         if conn is not None:
-            return self._append(conn, batch, prepared)
+            return append_batches(conn, batches)
         with self.engine.begin() as own:
-            return self._append(own, batch, prepared)
-
-    def _append(self, conn: Connection, batch: Sequence[NewEvent],
-                prepared: list[Prepared]) -> list[Appended]:
-        ids, streams = [e.event_id for e in batch], list(dict.fromkeys(e.stream_id for e in batch))
-        if conn.dialect.driver == "psycopg":
-            existing, (position, prev_hash), heads = self._locked_reads_pipelined(conn, ids, streams)
-        else:
-            self._lock_log(conn)
-            existing = self._existing(conn, ids)
-            position, prev_hash = self._log_head(conn)
-            heads = self._stream_heads(conn, streams)
-        seqs = {stream: seq for stream, (seq, _) in heads.items()}
-        owners = {stream: tenant for stream, (_, tenant) in heads.items()}
-        results = number_batch(batch, existing, position, prev_hash, seqs, utcnow(), owners, prepared)
-        if conn.dialect.driver == "psycopg":
-            texts = {p.new.event_id: p.payload_json for p in prepared}
-            copy_rows(conn, events_table.name, _COLUMNS,
-                      (_copy_row(a.event, texts[a.event.event_id]) for a in results if a.created))
-        else:
-            insert_rows(conn, events_table, [_to_row(a.event) for a in results if a.created])
-        return results
-
-    def _locked_reads_pipelined(self, conn: Connection, ids: list[uuid.UUID], streams: list[str],
-                                ) -> tuple[dict[uuid.UUID, RecordedEvent], tuple[int, str],
-                                           dict[str, tuple[int, str | None]]]:
-        """The writer lock, the batch's stored duplicates, the log head and the stream
-        heads (with their tenants), in one round trip instead of four."""
-        _, stored, head, heads = pipelined(conn, [
-            ("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,)),
-            (_PIPE_EXISTING, (list(set(ids)),)),
-            (_PIPE_HEAD, None),
-            (_PIPE_STREAM_HEADS, (streams,)),
-        ])
-        existing = {row[1]: event_from_row(dict(zip(_COLUMNS, row, strict=True))) for row in stored}
-        found = {row[0]: (int(row[1] or 0), row[2]) for row in heads}
-        return (existing, (int(head[0][0]), str(head[0][1])) if head else (0, GENESIS_HASH),
-                {stream: found.get(stream, (0, None)) for stream in streams})
-
-    def _lock_log(self, conn: Connection) -> None:
-        # Positions must be gapless and in commit order, or a follower tailing "position >
-        # checkpoint" could pass 7 while 6 is still uncommitted and never see 6. One
-        # transaction-scoped advisory lock serialises appenders until commit; readers are
-        # not blocked. (SQLite: the engine's BEGIN IMMEDIATE already holds the write lock.)
-        lock_writers(conn, APPEND_LOCK_KEY)
-
-    def _existing(self, conn: Connection, ids: list[uuid.UUID]) -> dict[uuid.UUID, RecordedEvent]:
-        if not ids:
-            return {}
-        if is_postgres(conn):
-            # One array parameter, not an IN list expanded to N parameters: expanding cost
-            # ~10 ms of client-side work per 200-event batch.
-            rows = conn.execute(_PG_EXISTING, {"ids": list(set(ids))})
-        else:
-            rows = conn.execute(select(events_table).where(events_table.c.event_id.in_(set(ids))))
-        return {row.event_id: event_from_row(row._mapping) for row in rows}
-
-    def _log_head(self, conn: Connection) -> tuple[int, str]:
-        row = conn.execute(
-            select(events_table.c.position, events_table.c.hash)
-            .order_by(events_table.c.position.desc()).limit(1)
-        ).first()
-        return (row.position, row.hash) if row else (0, GENESIS_HASH)
-
-    def _stream_heads(self, conn: Connection,
-                      stream_ids: list[str]) -> dict[str, tuple[int, str | None]]:
-        """Each stream's last seq (0: new) and the tenant of its last event."""
-        # One round trip for the whole batch, not one per stream (that cost 70% of a
-        # 200-event append when every event was on its own stream).
-        if is_postgres(conn):
-            rows = conn.execute(_PG_STREAM_HEADS, {"ids": stream_ids})
-        else:
-            rows = conn.execute(_SQLITE_STREAM_HEADS, {"ids": json.dumps(stream_ids)})
-        heads = {row[0]: (int(row[1] or 0), row[2]) for row in rows}
-        return {stream_id: heads.get(stream_id, (0, None)) for stream_id in stream_ids}
+            return append_batches(own, batches)
 
     def get(self, event_id: uuid.UUID, tenant: str | None = None) -> RecordedEvent | None:
         query = _of_tenant(select(events_table).where(events_table.c.event_id == event_id), tenant)
@@ -235,31 +169,6 @@ class SqlEventStore(EventStore):
         return is_postgres(self.engine)
 
 
-_COLUMNS = tuple(column.name for column in events_table.columns)
-_PIPE_EXISTING = f"SELECT {', '.join(_COLUMNS)} FROM events WHERE event_id = ANY(%s)"
-_PIPE_HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
-_PIPE_STREAM_HEADS = (
-    "SELECT ids.stream_id, h.stream_seq, h.tenant FROM unnest(%s::text[]) AS ids(stream_id) "
-    "LEFT JOIN LATERAL (SELECT e.stream_seq, e.tenant FROM events e WHERE e.stream_id = ids.stream_id "
-    "ORDER BY e.stream_seq DESC LIMIT 1) AS h ON true"
-)
-_PG_EXISTING = select(events_table).where(
-    events_table.c.event_id == any_(bindparam("ids", type_=ARRAY(Uuid)))
-)
-# Each stream's head (seq and tenant): one backward step on the (stream_id, stream_seq)
-# unique index.
-_PG_STREAM_HEADS = text(
-    "SELECT ids.stream_id, h.stream_seq, h.tenant FROM unnest(CAST(:ids AS text[])) AS ids(stream_id) "
-    "LEFT JOIN LATERAL (SELECT e.stream_seq, e.tenant FROM events e WHERE e.stream_id = ids.stream_id "
-    "ORDER BY e.stream_seq DESC LIMIT 1) AS h ON true"
-)
-_SQLITE_STREAM_HEADS = text(
-    "SELECT ids.value, h.stream_seq, h.tenant FROM json_each(:ids) AS ids "
-    "LEFT JOIN events h ON h.stream_id = ids.value AND h.stream_seq = "
-    "(SELECT max(e.stream_seq) FROM events e WHERE e.stream_id = ids.value)"
-)
-
-
 def _of_tenant(query: Any, tenant: str | None) -> Any:
     """``query`` limited to one tenant's events; ``None``: every tenant's (operators)."""
     return query if tenant is None else query.where(events_table.c.tenant == tenant)
@@ -280,48 +189,3 @@ _SQLITE_WINDOWS = text(
 )
 
 
-def _to_row(event: RecordedEvent) -> dict[str, Any]:
-    meta = event.metadata
-    return {
-        "position": event.position, "event_id": event.event_id, "stream_id": event.stream_id,
-        "stream_seq": event.stream_seq, "type": event.type,
-        "schema_version": event.schema_version, "payload": event.payload,
-        # UTC before storing: SQLite keeps the wall-clock digits and drops the offset, so
-        # a +02:00 time would read back two hours off (and fail its chain hash).
-        "occurred_at": utc(meta.occurred_at) if meta.occurred_at else None,
-        "recorded_at": event.recorded_at, "actor": meta.actor,
-        "tenant": meta.tenant, "specialist": meta.specialist,
-        "adapter_version": meta.adapter_version, "contract": meta.contract,
-        "causation_id": meta.causation_id, "correlation_id": meta.correlation_id,
-        "claimed_actor": meta.claimed_actor,
-        "payload_digest": event.payload_digest, "prev_hash": event.prev_hash, "hash": event.hash,
-    }
-
-
-def _copy_row(event: RecordedEvent, payload_json: str) -> tuple[Any, ...]:
-    """The COPY row of an event, in ``_COLUMNS`` order; the payload as its canonical JSON
-    (the column is ``json``: kept verbatim, so a reader can re-digest the stored text)."""
-    meta = event.metadata
-    return (event.position, event.event_id, event.stream_id, event.stream_seq, event.type,
-            event.schema_version, payload_json,
-            utc(meta.occurred_at) if meta.occurred_at else None, event.recorded_at, meta.actor,
-            meta.tenant, meta.claimed_actor, meta.specialist, meta.adapter_version, meta.contract,
-            meta.causation_id, meta.correlation_id, event.payload_digest, event.prev_hash, event.hash)
-
-
-def event_from_row(row: Any) -> RecordedEvent:
-    """A stored row (a mapping of the events table) as the value object, as stored."""
-    return RecordedEvent(
-        event_id=row["event_id"], stream_id=row["stream_id"], stream_seq=row["stream_seq"],
-        position=row["position"], type=row["type"], schema_version=row["schema_version"],
-        payload=row["payload"],
-        metadata=EventMetadata(
-            occurred_at=utc(row["occurred_at"]) if row["occurred_at"] else None,
-            actor=row["actor"], tenant=row["tenant"], specialist=row["specialist"],
-            adapter_version=row["adapter_version"], contract=row["contract"],
-            causation_id=row["causation_id"], correlation_id=row["correlation_id"],
-            claimed_actor=row["claimed_actor"],
-        ),
-        recorded_at=utc(row["recorded_at"]), payload_digest=row["payload_digest"],
-        prev_hash=row["prev_hash"], hash=row["hash"],
-    )

@@ -11,7 +11,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
-from api.deps import EventsRead, EventsWrite, MetricsDep, ReferencesDep, SettingsDep, StoreDep
+from api.deps import (
+    AppenderDep,
+    EventsRead,
+    EventsWrite,
+    MetricsDep,
+    ReferencesDep,
+    SettingsDep,
+    StoreDep,
+)
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.common import INT64_MAX
@@ -37,7 +45,7 @@ class SafeJSONResponse(Response):
                               "description": "Every event of the batch was already stored"},
                         **BODY, **errors(409, 413)})
 def append_events(
-    batch: EventBatchIn, store: StoreDep, settings: SettingsDep, metrics: MetricsDep,
+    batch: EventBatchIn, appender: AppenderDep, settings: SettingsDep, metrics: MetricsDep,
     response: Response,
     principal: EventsWrite,
     references: ReferencesDep,
@@ -51,7 +59,7 @@ def append_events(
         for e in batch.events
     ]
     limits = IngestLimits(settings.max_batch_events, settings.max_payload_bytes, settings.json_limits)
-    appended = ingest(store, items, limits, principal.author, references)
+    appended = ingest(appender, items, limits, principal.author, references)
 
     if not any(a.created for a in appended):
         response.status_code = 200

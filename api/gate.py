@@ -3,7 +3,7 @@
 FastAPI reads and parses a body before it solves any dependency, so a key checked by a
 dependency is checked after an anonymous client has had its body read and parsed. Here,
 for ``/v1`` routes: a client whose failed authentications exhausted its allowance gets
-429 (``api.throttle``), a request without a known key 401, and only then is the body
+429 (``access.throttle``), a request without a known key 401, and only then is the body
 let through, capped at ``max_body_bytes`` (413, without reading past the cap). The
 scope check (403) stays with each route's ``require`` dependency, which sees the
 principal this gate found in ``request.state.principal``.
@@ -19,9 +19,9 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from access.keys import KEY_PREFIX
+from access.throttle import FailureThrottle
 from api.errors import database_unavailable, error_body, unavailable_response
 from api.jsonbody import BodyRejected
-from api.throttle import FailureThrottle
 
 SECURED_PREFIX = "/v1"
 KEY_ID_MAX = 64  # key ids are 16 hex digits; a longer one is charged by its first 64

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs
 
 from fastapi import Depends, Request
 
+from access.throttle import FailureThrottle
 from console.session import COOKIE, ConsoleSession, SessionCodec
 from hcp.bootstrap import Container
 from kernel.errors import Invalid
@@ -62,6 +63,21 @@ def get_codec(request: Request) -> SessionCodec:
 
 
 CodecDep = Annotated[SessionCodec, Depends(get_codec)]
+
+
+def get_sign_in_throttle(request: Request) -> FailureThrottle:
+    """Failed sign-ins, per client address (the same allowance the API gives failed keys)."""
+    state = request.app.state
+    with _codec_lock:
+        if getattr(state, "console_throttle", None) is None:
+            settings = get_container(request).settings
+            state.console_throttle = FailureThrottle(settings.auth_failure_burst,
+                                                     settings.auth_failure_per_second)
+    throttle: FailureThrottle = state.console_throttle
+    return throttle
+
+
+ThrottleDep = Annotated[FailureThrottle, Depends(get_sign_in_throttle)]
 
 
 def current_session(request: Request, codec: CodecDep) -> ConsoleSession | None:

@@ -80,13 +80,14 @@ templates.env.globals.update(asset=asset_url)
 
 
 def page(request: Request, template: str, context: Mapping[str, Any],
-         session: ConsoleSession | None, status: int = 200) -> Response:
+         session: ConsoleSession | None, status: int = 200,
+         headers: Mapping[str, str] | None = None) -> Response:
     """A rendered page (or htmx fragment) with the security headers."""
     csrf = get_codec(request).csrf_token(session) if session else ""
     nav = [(label, path) for label, path, scope in NAV if session and session.allows(scope)]
     full = {"session": session, "csrf": csrf, "nav": nav, "path": request.url.path, **context}
     return templates.TemplateResponse(request, template, full, status_code=status,
-                                      headers=SECURITY_HEADERS)
+                                      headers={**SECURITY_HEADERS, **(headers or {})})
 
 
 def error_page(request: Request, status: int, title: str, message: str) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 
-from console.deps import Actor, CodecDep, ContainerDep, Form, MaybeViewer, Viewer
+from console.deps import Actor, CodecDep, ContainerDep, Form, MaybeViewer, ThrottleDep, Viewer
 from console.render import console_router, page
 from console.session import COOKIE
 from console.views import specialists as specialist_views
@@ -27,15 +27,28 @@ def sign_in_form(request: Request, session: MaybeViewer, next: str | None = None
 
 
 @router.post("/sign-in")
-def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecDep) -> Response:
+def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecDep,
+            throttle: ThrottleDep) -> Response:
     key = form.get("key", "").strip()
     target = safe_next(form.get("next"))
+    address = f"addr:{request.client.host if request.client else '?'}"
+    wait = throttle.retry_after([address])
+    if wait:
+        error = f"Too many failed sign-ins from this address; try again in {wait} s."
+        return page(request, "sign_in.html", {"next": target, "error": error}, None, status=429,
+                    headers={"Retry-After": str(wait)})
     principal = container.keys.authenticate(key) if key else None
     if principal is None:
+        throttle.failed([address])
         error = "Enter an API key." if not key else "That key is unknown or malformed."
         return page(request, "sign_in.html", {"next": target, "error": error}, None, status=401)
-    cookie, _ = codec.issue(principal.key_id, principal.label, principal.scopes,
-                            getattr(principal, "tenant", None))  # where keys are bound to tenants
+    if principal.tenant is not None:
+        # The console shows every tenant's experience side by side (reward distributions,
+        # sessions, lineage): it is for operators. A tenant's key reads its own data
+        # through the API, which filters by tenant (docs/security.md).
+        error = "The console is for operator keys; this key belongs to a tenant (use the API)."
+        return page(request, "sign_in.html", {"next": target, "error": error}, None, status=403)
+    cookie, _ = codec.issue(principal.key_id, principal.label, principal.scopes, None)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(COOKIE, cookie, max_age=codec.ttl_seconds, path=HOME, httponly=True,
                         samesite="strict", secure=request.url.scheme == "https")

@@ -69,10 +69,14 @@ def assert_gapless(store: SqlEventStore, total: int) -> list[RecordedEvent]:
         seqs = [e.stream_seq for e in log if e.stream_id == stream]
         assert seqs == list(range(1, len(seqs) + 1)), f"{stream} has a gap or is out of order"
     assert store.verify().intact
-    writers = [e.payload["writer"] for e in log]
-    switches = sum(a != b for a, b in zip(writers, writers[1:], strict=False))
-    # One after the other would switch writers exactly (writers - 1) times.
-    assert switches > THREADS + PROCESSES - 1, "the writers did not run concurrently"
+    if store.engine.dialect.name == "postgresql":
+        # PostgreSQL queues waiting writers fairly, so their batches interleave; one after
+        # the other would switch writers exactly (writers - 1) times. SQLite's busy handler
+        # may hand the lock back to the writer that just released it, so a serial order
+        # there is legitimate and only gaplessness is asserted.
+        writers = [e.payload["writer"] for e in log]
+        switches = sum(a != b for a, b in zip(writers, writers[1:], strict=False))
+        assert switches > THREADS + PROCESSES - 1, "the writers did not run concurrently"
     return log
 
 

@@ -198,3 +198,15 @@ def test_the_chain_is_verified_in_the_background_and_polled(console):
         assert time.monotonic() < deadline, status
         time.sleep(0.2)
     assert "events re-hashed" in status
+
+
+def test_tenant_keys_are_refused_and_failed_sign_ins_are_throttled(console, container):
+    client, _ = console
+    tenant_key = container.keys.create(["admin"], "acme-ops", tenant="acme")
+    refused = client.post("/console/sign-in", data={"key": tenant_key, "next": "/console"})
+    assert refused.status_code == 403 and "operator keys" in refused.text
+    assert "set-cookie" not in refused.headers
+    answers = [client.post("/console/sign-in", data={"key": f"hcp_nope_{i}", "next": "/console"})
+               for i in range(container.settings.auth_failure_burst + 1)]
+    assert {a.status_code for a in answers[:-1]} == {401}
+    assert answers[-1].status_code == 429 and int(answers[-1].headers["retry-after"]) >= 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.throttle import FailureThrottle
+from access.throttle import FailureThrottle
 
 
 class Clock:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
@@ -93,8 +94,8 @@ def _locked_reads(conn: Connection, ids: list[uuid.UUID], streams: list[str],
     return existing, (int(head[0]), str(head[1])) if head else (0, GENESIS_HASH), _heads(streams, found)
 
 
-def _heads(streams: list[str], rows: Sequence[tuple[str, int | None, str | None]] | object) -> Heads:
-    found = {row[0]: (int(row[1] or 0), row[2]) for row in rows}  # type: ignore[attr-defined]
+def _heads(streams: list[str], rows: Iterable[Sequence[Any]]) -> Heads:
+    found = {row[0]: (int(row[1] or 0), row[2]) for row in rows}
     return {stream: found.get(stream, (0, None)) for stream in streams}
 
 

@@ -220,9 +220,9 @@ def checkpoint_reader(engine: Any, topic: str) -> Any:
 
 
 def api_command(port: int, workers: int) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host",
-            "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
-            "--no-access-log"]
+    """`hcp serve` as deployed, with ``workers`` API processes (no access log)."""
+    return [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", str(workers), "--no-access-log"]
 
 
 def wait_for_idle(max_wait: float, want: float = 0.75) -> float:

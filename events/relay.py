@@ -33,7 +33,7 @@ from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.exc import DBAPIError
 
 from events.checkpoints import Checkpoints
-from events.kafka_io import PublishFailed, event_headers, event_to_bytes
+from events.kafka_io import PublishFailed, event_headers, event_headers_of, event_to_bytes
 from events.store import EventStore
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,11 @@ class EventsFeed:
         self.store, self.topic = store, topic
 
     def read_after(self, position: int, limit: int) -> list[OutboxMessage]:
+        read_wire = getattr(self.store, "read_wire", None)
+        if read_wire is not None:  # the SQL store: the value assembled from the row's text
+            return [OutboxMessage(w.position, w.stream_id.encode(), w.value,
+                                  event_headers_of(w.type, w.schema_version))
+                    for w in read_wire(position, limit)]
         # raw: publish what was stored and hashed; readers upcast after decoding.
         return [
             OutboxMessage(e.position, e.stream_id.encode(), event_to_bytes(e),

@@ -18,6 +18,7 @@ from events.sql_append import append_batches
 from events.sql_rows import event_from_row
 from events.store import Appended, ChainLink, Closer, EventStore
 from events.tables import events as events_table
+from events.wire_rows import WireEvent, wire_event, wire_query
 from kernel.db import is_postgres, reading
 
 __all__ = ["SqlEventStore", "event_from_row"]
@@ -70,6 +71,12 @@ class SqlEventStore(EventStore):
         with self.engine.connect() as conn:
             events = [event_from_row(r._mapping) for r in conn.execute(query)]
         return events if raw else [upcast_event(e) for e in events]
+
+    def read_wire(self, after: int = 0, limit: int = 1000) -> list[WireEvent]:
+        """The events after ``after`` as the relay publishes them (raw: as stored), built
+        from the rows without decoding the payloads (events/wire_rows.py)."""
+        with self.engine.connect() as conn:
+            return [wire_event(row) for row in conn.execute(wire_query(after, limit))]
 
     def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
         e = events_table.c

@@ -29,10 +29,14 @@ from events.sql_rows import COLUMNS, copy_row, event_from_row, to_row
 from events.store import Appended
 from events.tables import events as events_table
 from kernel.clock import utcnow
-from kernel.sql import copy_rows, insert_rows, lock_writers, pipelined
+from kernel.sql import copy_rows, insert_few, insert_rows, lock_writers, pipelined
 
 # Any constant works; it only has to be the same for every writer of this database.
 APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
+
+# Up to this many rows go in one INSERT (one round trip) rather than a COPY (two): single
+# events and small batches are latency-bound, larger ones CPU-bound (COPY is cheaper per row).
+FEW_ROWS = 16
 
 Heads = dict[str, tuple[int, str | None]]  # stream -> (last seq, 0: new; tenant of its last event)
 Existing = dict[uuid.UUID, RecordedEvent]
@@ -59,7 +63,9 @@ def append_batches(conn: Connection, batches: Sequence[Sequence[Prepared]],
     created = [(a.event, item.payload_json) for batch, outcome in zip(batches, outcomes, strict=True)
                if not isinstance(outcome, Exception)
                for a, item in zip(outcome, batch, strict=True) if a.created]
-    if psycopg:
+    if psycopg and len(created) <= FEW_ROWS:
+        insert_few(conn, events_table.name, COLUMNS, [copy_row(e, text_) for e, text_ in created])
+    elif psycopg:
         copy_rows(conn, events_table.name, COLUMNS, (copy_row(e, text_) for e, text_ in created))
     else:
         insert_rows(conn, events_table, [to_row(e) for e, _ in created])

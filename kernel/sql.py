@@ -70,6 +70,27 @@ def copy_rows(conn: Connection, table: str, columns: Sequence[str],
         raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
 
 
+def insert_few(conn: Connection, table: str, columns: Sequence[str],
+               rows: Sequence[Sequence[Any]]) -> None:
+    """``rows`` as one multi-row INSERT in the caller's transaction (psycopg only): one
+    round trip, where COPY takes two (start, then data and end). For a few rows, where
+    the round trips are the cost; values as ``copy_rows`` takes them (a JSON column's
+    JSON as text, stored verbatim by a ``json`` column)."""
+    import psycopg
+
+    if not rows:
+        return
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    row_marks = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    statement = (f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608 (names, not values)
+                 f"VALUES {', '.join([row_marks] * len(rows))}")
+    try:
+        raw.execute(statement, [value for row in rows for value in row])
+    except psycopg.Error as exc:
+        raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
+
+
 def pipelined(conn: Connection, statements: Sequence[tuple[str, Sequence[Any] | None]],
               ) -> list[list[tuple[Any, ...]]]:
     """Run ``statements`` (psycopg placeholders) in order, in one network round trip, in

@@ -8,6 +8,7 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from events.kafka_io import event_headers, event_to_bytes
@@ -30,12 +31,14 @@ def _events() -> list[NewEvent]:
     ]
 
 
-def test_wire_values_are_the_wire_form_of_the_stored_events(engine: Engine) -> None:
+@pytest.mark.parametrize("extra", [0, 40])  # a few rows go in one INSERT, more in a COPY
+def test_wire_values_are_the_wire_form_of_the_stored_events(engine: Engine, extra: int) -> None:
     store = SqlEventStore(engine)
-    store.append(_events())
+    store.append(_events() + [NewEvent(f"t-{i % 7}", "turn.user", {"n": i, "t": "ü" * i})
+                              for i in range(extra)])
     stored = store.read_all(0, 100, raw=True)
     wire = store.read_wire(0, 100)
-    assert [w.position for w in wire] == [e.position for e in stored] == [1, 2, 3]
+    assert [w.position for w in wire] == [e.position for e in stored] == list(range(1, 4 + extra))
     for w, event in zip(wire, stored, strict=True):
         assert json.loads(w.value) == json.loads(event_to_bytes(event))
         assert (w.stream_id, w.type, w.schema_version) == (event.stream_id, event.type,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import install_error_handlers
 from api.gate import RequestGate
@@ -37,17 +38,34 @@ def create_app(container: Container | None = None) -> FastAPI:
     app.include_router(console_router)  # the pages under /console (and /, /ui, /dashboard)
     # Added before the timing middleware, so it runs inside it: refusals are timed too.
     app.add_middleware(RequestGate)
-
-    @app.middleware("http")
-    async def time_requests(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        app.state.metrics.request_seconds.labels(
-            getattr(route, "path", "unmatched"), request.method, str(response.status_code)
-        ).observe(time.perf_counter() - started)
-        return response
-
+    app.add_middleware(RequestTimer)
     return app
+
+
+class RequestTimer:
+    """Observes each HTTP request's latency by route, method and status (a pure ASGI
+    middleware: ``@app.middleware("http")`` runs every request through a task group and
+    memory streams, which cost as much as a small route)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), 500
+
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            route = scope.get("route")
+            scope["app"].state.metrics.request_seconds.labels(
+                getattr(route, "path", "unmatched"), scope["method"], str(status)
+            ).observe(time.perf_counter() - started)

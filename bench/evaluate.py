@@ -32,10 +32,10 @@ from scratch import fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy import Column, MetaData, Table
 from sqlalchemy.engine import Engine
 
-from evaluators import worker as worker_module
+from evaluators import evaluator as worker_module
 from evaluators.model import reward_id_for
 from evaluators.reevaluation import Reevaluations
-from evaluators.rewards import RewardQuery, RewardStore, copy_rows, to_row
+from evaluators.rewards import _JSON_COLUMNS, RewardQuery, RewardStore, to_row
 from evaluators.tables import reward_records
 from events.feed import DatabaseLogReader
 from events.model import EventMetadata, NewEvent
@@ -43,6 +43,7 @@ from hcp import migrate
 from hcp.bootstrap import Container
 from hcp.settings import Settings
 from kernel.db import make_engine
+from kernel.sql import insert_rows
 
 CONTRACT = """
 [contract]
@@ -231,10 +232,7 @@ def ceiling_rate(container: Container, rewards: RewardStore, count: int) -> floa
     started = time.perf_counter()
     read = sum(1 for _ in container.store.iter_all())
     with engine.begin() as conn:
-        if engine.dialect.name == "postgresql":
-            copy_rows(conn, rows, "bare_rewards")
-        else:
-            conn.execute(bare.insert(), rows)
+        insert_rows(conn, bare, rows, _JSON_COLUMNS)  # COPY on PostgreSQL, as the store does
     seconds = time.perf_counter() - started
     assert read == container.store.head()
     return count / seconds

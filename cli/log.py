@@ -14,16 +14,35 @@ from hcp.bootstrap import Container, bootstrap
 from hcp.settings import get_settings
 
 
-def serve(host: str = typer.Option(None), port: int = typer.Option(None)) -> None:
+def serve(host: str = typer.Option(None), port: int = typer.Option(None),
+          workers: int = typer.Option(None, "--workers", min=1,
+                                      help="API processes sharing the port (default "
+                                           "HCP_API_WORKERS, 1); see docs/scaling.md"),
+          access_log: bool = typer.Option(True, "--access-log/--no-access-log",
+                                          help="Log a line per request (costs CPU under load)"),
+          ) -> None:
     """Run the HTTP API (refuses to start on a schema that is not at head)."""
     import uvicorn
 
     from api.app import create_app
 
     settings = get_settings()
-    container = bootstrap(settings)
-    uvicorn.run(create_app(container), host=host or settings.api_host,
-                port=port or settings.api_port, log_level="info")
+    container = bootstrap(settings)  # checks the schema once, before any worker starts
+    workers = workers or settings.api_workers
+    host, port = host or settings.api_host, port or settings.api_port
+    if workers == 1:
+        uvicorn.run(create_app(container), host=host, port=port, log_level="info",
+                    access_log=access_log)
+        return
+    container.close()
+    if not settings.console_secret:
+        typer.echo("warning: HCP_CONSOLE_SECRET is empty, so each API process signs console "
+                   "sessions with its own random key; set it when serving with --workers", err=True)
+    # Each worker process builds its own container (pools, group commit) in the lifespan;
+    # they share the port (SO_REUSEPORT-style via uvicorn's supervisor) and the database,
+    # whose advisory lock keeps the log's positions gapless across processes.
+    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, workers=workers,
+                log_level="info", access_log=access_log)
 
 
 def verify(

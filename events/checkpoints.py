@@ -8,6 +8,7 @@ against the database rather than merely at-least-once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import select
@@ -29,6 +30,14 @@ class Checkpoints:
         """The saved position for ``name``; 0 (the start of the log) when there is none."""
         with self.engine.connect() as conn:
             return load(conn, name)
+
+    def load_many(self, names: Sequence[str]) -> dict[str, int]:
+        """The saved positions of ``names`` (0 for those without one), in one query."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(checkpoints_table.c.name, checkpoints_table.c.position)
+                                .where(checkpoints_table.c.name.in_(list(names))))
+            found = {name: int(position) for name, position in rows}
+        return {name: found.get(name, 0) for name in names}
 
     def save(self, name: str, position: int, conn: Connection | None = None) -> None:
         """Set ``name`` to ``position``; joins ``conn``'s transaction when given."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from events.catalogue import CUSTOM_PREFIX, PayloadInvalid, reserved_stream, validate_client_event
 from events.model import EventMetadata, NewEvent
-from events.store import Appended, EventStore
+from events.store import Appended, Appender
 from kernel.canonical import canonical_json
 from kernel.json_input import JsonLimits, JsonRejected, check_json_value
 
@@ -76,7 +76,7 @@ ReferenceCheck = Callable[[str, str], str | None]
 AHEAD_OF_REGISTRY = "ahead_of_registry"
 
 
-def ingest(store: EventStore, items: Sequence[ClientEvent], limits: IngestLimits,
+def ingest(store: Appender, items: Sequence[ClientEvent], limits: IngestLimits,
            author: Author, references: ReferenceCheck | None = None) -> list[Appended]:
     """Validate every item (and its registry references, given a check), stamp actor and
     tenant from ``author``, then append the batch all-or-nothing. The client's ``actor``
@@ -154,7 +154,8 @@ def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: A
         version = validate_client_event(item.type, item.schema_version, item.payload)
     except PayloadInvalid as exc:
         raise BatchRejected(f"events[{index}].{exc.field}", exc.message) from None
-    size = len(canonical_json(item.payload).encode())
+    text = canonical_json(item.payload)  # measured here, then digested and stored as is
+    size = len(text) if text.isascii() else len(text.encode())
     if size > limits.max_payload_bytes:
         raise BatchRejected(
             f"events[{index}].payload",
@@ -169,7 +170,7 @@ def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: A
     return NewEvent(
         stream_id=item.stream_id, type=item.type, payload=item.payload,
         event_id=item.event_id or uuid.uuid4(), schema_version=version, metadata=meta,
-        expected_seq=item.expected_seq,
+        expected_seq=item.expected_seq, payload_json=text,
     )
 
 

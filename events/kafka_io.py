@@ -38,8 +38,11 @@ def event_to_bytes(event: RecordedEvent) -> bytes:
 
 def event_headers(event: RecordedEvent) -> list[tuple[str, bytes]]:
     """Type and schema version, so a consumer can route or skip without parsing JSON."""
-    return [(HEADER_TYPE, event.type.encode()),
-            (HEADER_SCHEMA_VERSION, str(event.schema_version).encode())]
+    return list(event_headers_of(event.type, event.schema_version))
+
+
+def event_headers_of(event_type: str, schema_version: int) -> tuple[tuple[str, bytes], ...]:
+    return ((HEADER_TYPE, event_type.encode()), (HEADER_SCHEMA_VERSION, str(schema_version).encode()))
 
 
 def event_from_json(data: dict[str, Any]) -> RecordedEvent:

@@ -55,6 +55,10 @@ class NewEvent:
     metadata: EventMetadata = field(default_factory=EventMetadata)
     # The stream's last stream_seq the writer has seen; 0 means "the stream must be new".
     expected_seq: int | None = None
+    # ``canonical_json(payload)`` when the writer has it already (ingest measured the
+    # payload with it): the store digests and writes it instead of encoding again. It
+    # must be exactly that text; it is not part of the event's identity.
+    payload_json: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,12 @@ def metadata_json(meta: EventMetadata, recorded_at: datetime) -> dict[str, Any]:
 
 
 def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else utc(moment).isoformat(timespec="microseconds")
+    return None if moment is None else iso_time(moment)
+
+
+def iso_time(moment: datetime) -> str:
+    """A time as the wire form and the hash chain write it: UTC, microseconds."""
+    return utc(moment).isoformat(timespec="microseconds")
 
 
 def _str(value: uuid.UUID | None) -> str | None:

@@ -3,78 +3,144 @@
 Pure: every store adapter reads the log head, the stream heads and the already-stored
 events of the batch (under its writer lock) and hands them here; what comes back is
 what to store, in order, each event chained to the one before.
+
+The work splits in two so that little of it happens under the lock: ``prepare`` (the
+payload's canonical JSON and digest, the chain hash's template) needs nothing from the
+log and runs before the writer takes the lock; ``number_batch`` then only fills in
+positions, seqs and hashes.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from events.chain import chain_hash, payload_digest
+from events.chain import HashTemplate, hash_template, recorded_json, reference_chain_hash
 from events.errors import EventIdConflict, StreamOfAnotherTenant, WrongExpectedSeq
 from events.model import EventMetadata, NewEvent, RecordedEvent
 from events.store import Appended
+from kernel.canonical import canonical_json, sha256_hex
 from kernel.clock import utc
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A new event with what its numbering needs computed ahead of the lock."""
+
+    new: NewEvent
+    payload_json: str  # canonical JSON: digested, and what the SQL store writes
+    digest: str
+    template: HashTemplate | None  # None: hash it by the definition (unusual field types)
+
+
+def prepare(new: NewEvent) -> Prepared:
+    text = new.payload_json if new.payload_json is not None else canonical_json(new.payload)
+    digest = sha256_hex(text)
+    return Prepared(new, text, digest, hash_template(new.event_id, new.stream_id, new.type,
+                                                     new.schema_version, new.metadata, digest))
+
+
+def prepare_batch(batch: Sequence[NewEvent]) -> list[Prepared]:
+    return [prepare(new) for new in batch]
 
 
 def number_batch(batch: Sequence[NewEvent], existing: dict[uuid.UUID, RecordedEvent],
                  head_position: int, head_hash: str, stream_seqs: dict[str, int],
                  now: datetime, stream_tenants: dict[str, str | None] | None = None,
-                 ) -> list[Appended]:
+                 prepared: Sequence[Prepared] | None = None) -> list[Appended]:
     """One ``Appended`` per input: stored duplicates as they are, new events numbered.
 
     ``stream_tenants`` holds the tenant of each existing stream's last event: a stream
     belongs to one tenant, so an event naming another is refused (a stream first written
-    by a batch belongs to the tenant of its first event).
+    by a batch belongs to the tenant of its first event). ``prepared``: ``batch`` already
+    through ``prepare`` (in the same order), so that work stays outside the lock.
 
     Raises:
         EventIdConflict: an event_id is stored (or repeated in the batch) with other content.
         WrongExpectedSeq: an ``expected_seq`` does not match its stream's head.
         StreamOfAnotherTenant: the stream belongs to another tenant.
     """
-    known, seqs, owners = dict(existing), dict(stream_seqs), dict(stream_tenants or {})
-    position, prev_hash = head_position, head_hash
-    results: list[Appended] = []
-    for index, new in enumerate(batch):
-        stored = known.get(new.event_id)
-        if stored is not None:
-            if not same_content(stored, new):
-                raise EventIdConflict(new.event_id, index)
-            results.append(Appended(stored, created=False))
-            continue
-        current = seqs.get(new.stream_id, 0)
-        if current and stream_tenants is not None and owners.get(new.stream_id) != new.metadata.tenant:
-            raise StreamOfAnotherTenant(new.stream_id, index)
-        owners[new.stream_id] = new.metadata.tenant
-        if new.expected_seq is not None and new.expected_seq != current:
-            raise WrongExpectedSeq(new.stream_id, new.expected_seq, current, index)
-        position += 1
-        seqs[new.stream_id] = current + 1
-        event = record(new, position, current + 1, now, prev_hash)
-        prev_hash = event.hash
-        known[new.event_id] = event  # a repeat later in the same batch is a duplicate
-        results.append(Appended(event, created=True))
-    return results
+    numbering = Numbering(existing, head_position, head_hash, stream_seqs, now, stream_tenants)
+    return numbering.number(prepared if prepared is not None else prepare_batch(batch))
+
+
+class Numbering:
+    """The log's state under the writer lock, numbering one batch after another.
+
+    Several client batches can share a transaction (the API's group commit): each is
+    numbered after the ones before it, all or nothing, and one that fails (a conflict,
+    a wrong expected seq) leaves the state as it was for the next.
+    """
+
+    def __init__(self, existing: dict[uuid.UUID, RecordedEvent], head_position: int,
+                 head_hash: str, stream_seqs: dict[str, int], now: datetime,
+                 stream_tenants: dict[str, str | None] | None = None) -> None:
+        self.known, self.seqs = dict(existing), dict(stream_seqs)
+        self.owners, self.check_owners = dict(stream_tenants or {}), stream_tenants is not None
+        self.position, self.prev_hash, self.now = head_position, head_hash, now
+        self.recorded = recorded_json(now)
+
+    def number(self, items: Sequence[Prepared]) -> list[Appended]:
+        """Number ``items`` on from the state; see ``number_batch`` for what it raises."""
+        known: dict[uuid.UUID, RecordedEvent] = {}  # this batch's changes, kept on success
+        seqs: dict[str, int] = {}
+        owners: dict[str, str | None] = {}
+        position, prev_hash = self.position, self.prev_hash
+        results: list[Appended] = []
+        for index, item in enumerate(items):
+            new = item.new
+            stored = known.get(new.event_id) or self.known.get(new.event_id)
+            if stored is not None:
+                if not same_content(stored, new, item.digest):
+                    raise EventIdConflict(new.event_id, index)
+                results.append(Appended(stored, created=False))
+                continue
+            stream = new.stream_id
+            current = seqs[stream] if stream in seqs else self.seqs.get(stream, 0)
+            owner = owners[stream] if stream in owners else self.owners.get(stream)
+            if current and self.check_owners and owner != new.metadata.tenant:
+                raise StreamOfAnotherTenant(stream, index)
+            owners[stream] = new.metadata.tenant
+            if new.expected_seq is not None and new.expected_seq != current:
+                raise WrongExpectedSeq(stream, new.expected_seq, current, index)
+            position += 1
+            seqs[stream] = current + 1
+            event = _record(item, position, current + 1, self.now, self.recorded, prev_hash)
+            prev_hash = event.hash
+            known[new.event_id] = event  # a repeat later in the same batch is a duplicate
+            results.append(Appended(event, created=True))
+        self.known.update(known)
+        self.seqs.update(seqs)
+        self.owners.update(owners)
+        self.position, self.prev_hash = position, prev_hash
+        return results
 
 
 def record(new: NewEvent, position: int, seq: int, now: datetime, prev_hash: str) -> RecordedEvent:
-    unhashed = RecordedEvent(
+    """One event numbered and chained (``number_batch`` does this for a whole batch)."""
+    return _record(prepare(new), position, seq, now, recorded_json(now), prev_hash)
+
+
+def _record(item: Prepared, position: int, seq: int, now: datetime, recorded: str,
+            prev_hash: str) -> RecordedEvent:
+    new, template = item.new, item.template
+    event = RecordedEvent(
         event_id=new.event_id, stream_id=new.stream_id, stream_seq=seq, position=position,
         type=new.type, schema_version=new.schema_version, payload=new.payload,
-        metadata=new.metadata, recorded_at=now, payload_digest=payload_digest(new.payload),
-        prev_hash=prev_hash, hash="",
-    )
-    return replace(unhashed, hash=chain_hash(prev_hash, unhashed))
+        metadata=new.metadata, recorded_at=now, payload_digest=item.digest, prev_hash=prev_hash,
+        hash=template.hash(prev_hash, position, recorded, seq) if template is not None else "",
+    )  # built once: the template hashes the fields without the event object
+    return event if template is not None else replace(event, hash=reference_chain_hash(prev_hash, event))
 
 
-def same_content(stored: RecordedEvent, new: NewEvent) -> bool:
+def same_content(stored: RecordedEvent, new: NewEvent, digest: str | None = None) -> bool:
     return (
         stored.stream_id == new.stream_id
         and stored.type == new.type
         and stored.schema_version == new.schema_version
-        and stored.payload_digest == payload_digest(new.payload)
+        and stored.payload_digest == (digest or sha256_hex(canonical_json(new.payload)))
         and _comparable(stored.metadata) == _comparable(new.metadata)
     )
 

@@ -7,22 +7,22 @@ import uuid
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, String, Uuid, and_, any_, bindparam, func, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import BigInteger, String, and_, func, select, text
 from sqlalchemy.engine import Connection, Engine
 
 from events.catalogue import upcast_event
-from events.chain import GENESIS_HASH
-from events.model import EventMetadata, NewEvent, RecordedEvent
-from events.numbering import number_batch
+from events.errors import EventLogError
+from events.model import NewEvent, RecordedEvent
+from events.numbering import Prepared, prepare_batch
+from events.sql_append import append_batches
+from events.sql_rows import event_from_row
 from events.store import Appended, ChainLink, Closer, EventStore
 from events.tables import events as events_table
-from kernel.clock import utc, utcnow
+from events.wire_rows import WireEvent, wire_event, wire_query
 from kernel.db import is_postgres, reading
-from kernel.sql import insert_rows, lock_writers
 
-# Any constant works; it only has to be the same for every writer of this database.
-APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
+__all__ = ["SqlEventStore", "event_from_row"]
+
 ID_CHUNK = 500  # ids per IN (...) on SQLite
 
 
@@ -31,59 +31,22 @@ class SqlEventStore(EventStore):
         self.engine = engine
 
     def append(self, batch: Sequence[NewEvent], conn: Connection | None = None) -> list[Appended]:
+        # Digests and hash templates first: none of it needs the lock, so none of it
+        # holds up the other writers.
+        [outcome] = self.append_prepared([prepare_batch(batch)], conn)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def append_prepared(self, batches: Sequence[Sequence[Prepared]],
+                        conn: Connection | None = None) -> list[list[Appended] | EventLogError]:
+        """Several prepared batches in one transaction, each all or nothing: per batch,
+        its results, or the error that refused it (the others are stored regardless).
+        An error of the transaction itself (the database) raises and stores nothing."""
         if conn is not None:
-            return self._append(conn, batch)
+            return append_batches(conn, batches)
         with self.engine.begin() as own:
-            return self._append(own, batch)
-
-    def _append(self, conn: Connection, batch: Sequence[NewEvent]) -> list[Appended]:
-        self._lock_log(conn)
-        existing = self._existing(conn, [e.event_id for e in batch])
-        position, prev_hash = self._log_head(conn)
-        heads = self._stream_heads(conn, list(dict.fromkeys(e.stream_id for e in batch)))
-        seqs = {stream: seq for stream, (seq, _) in heads.items()}
-        owners = {stream: tenant for stream, (_, tenant) in heads.items()}
-        results = number_batch(batch, existing, position, prev_hash, seqs, utcnow(), owners)
-        rows = [_to_row(a.event) for a in results if a.created]
-        insert_rows(conn, events_table, rows, json_columns=("payload",))
-        return results
-
-    def _lock_log(self, conn: Connection) -> None:
-        # Positions must be gapless and in commit order, or a follower tailing "position >
-        # checkpoint" could pass 7 while 6 is still uncommitted and never see 6. One
-        # transaction-scoped advisory lock serialises appenders until commit; readers are
-        # not blocked. (SQLite: the engine's BEGIN IMMEDIATE already holds the write lock.)
-        lock_writers(conn, APPEND_LOCK_KEY)
-
-    def _existing(self, conn: Connection, ids: list[uuid.UUID]) -> dict[uuid.UUID, RecordedEvent]:
-        if not ids:
-            return {}
-        if is_postgres(conn):
-            # One array parameter, not an IN list expanded to N parameters: expanding cost
-            # ~10 ms of client-side work per 200-event batch.
-            rows = conn.execute(_PG_EXISTING, {"ids": list(set(ids))})
-        else:
-            rows = conn.execute(select(events_table).where(events_table.c.event_id.in_(set(ids))))
-        return {row.event_id: event_from_row(row._mapping) for row in rows}
-
-    def _log_head(self, conn: Connection) -> tuple[int, str]:
-        row = conn.execute(
-            select(events_table.c.position, events_table.c.hash)
-            .order_by(events_table.c.position.desc()).limit(1)
-        ).first()
-        return (row.position, row.hash) if row else (0, GENESIS_HASH)
-
-    def _stream_heads(self, conn: Connection,
-                      stream_ids: list[str]) -> dict[str, tuple[int, str | None]]:
-        """Each stream's last seq (0: new) and the tenant of its last event."""
-        # One round trip for the whole batch, not one per stream (that cost 70% of a
-        # 200-event append when every event was on its own stream).
-        if is_postgres(conn):
-            rows = conn.execute(_PG_STREAM_HEADS, {"ids": stream_ids})
-        else:
-            rows = conn.execute(_SQLITE_STREAM_HEADS, {"ids": json.dumps(stream_ids)})
-        heads = {row[0]: (int(row[1] or 0), row[2]) for row in rows}
-        return {stream_id: heads.get(stream_id, (0, None)) for stream_id in stream_ids}
+            return append_batches(own, batches)
 
     def get(self, event_id: uuid.UUID, tenant: str | None = None) -> RecordedEvent | None:
         query = _of_tenant(select(events_table).where(events_table.c.event_id == event_id), tenant)
@@ -108,6 +71,12 @@ class SqlEventStore(EventStore):
         with self.engine.connect() as conn:
             events = [event_from_row(r._mapping) for r in conn.execute(query)]
         return events if raw else [upcast_event(e) for e in events]
+
+    def read_wire(self, after: int = 0, limit: int = 1000) -> list[WireEvent]:
+        """The events after ``after`` as the relay publishes them (raw: as stored), built
+        from the rows without decoding the payloads (events/wire_rows.py)."""
+        with self.engine.connect() as conn:
+            return [wire_event(row) for row in conn.execute(wire_query(after, limit))]
 
     def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
         e = events_table.c
@@ -207,23 +176,6 @@ class SqlEventStore(EventStore):
         return is_postgres(self.engine)
 
 
-_PG_EXISTING = select(events_table).where(
-    events_table.c.event_id == any_(bindparam("ids", type_=ARRAY(Uuid)))
-)
-# Each stream's head (seq and tenant): one backward step on the (stream_id, stream_seq)
-# unique index.
-_PG_STREAM_HEADS = text(
-    "SELECT ids.stream_id, h.stream_seq, h.tenant FROM unnest(CAST(:ids AS text[])) AS ids(stream_id) "
-    "LEFT JOIN LATERAL (SELECT e.stream_seq, e.tenant FROM events e WHERE e.stream_id = ids.stream_id "
-    "ORDER BY e.stream_seq DESC LIMIT 1) AS h ON true"
-)
-_SQLITE_STREAM_HEADS = text(
-    "SELECT ids.value, h.stream_seq, h.tenant FROM json_each(:ids) AS ids "
-    "LEFT JOIN events h ON h.stream_id = ids.value AND h.stream_seq = "
-    "(SELECT max(e.stream_seq) FROM events e WHERE e.stream_id = ids.value)"
-)
-
-
 def _of_tenant(query: Any, tenant: str | None) -> Any:
     """``query`` limited to one tenant's events; ``None``: every tenant's (operators)."""
     return query if tenant is None else query.where(events_table.c.tenant == tenant)
@@ -244,37 +196,3 @@ _SQLITE_WINDOWS = text(
 )
 
 
-def _to_row(event: RecordedEvent) -> dict[str, Any]:
-    meta = event.metadata
-    return {
-        "position": event.position, "event_id": event.event_id, "stream_id": event.stream_id,
-        "stream_seq": event.stream_seq, "type": event.type,
-        "schema_version": event.schema_version, "payload": event.payload,
-        # UTC before storing: SQLite keeps the wall-clock digits and drops the offset, so
-        # a +02:00 time would read back two hours off (and fail its chain hash).
-        "occurred_at": utc(meta.occurred_at) if meta.occurred_at else None,
-        "recorded_at": event.recorded_at, "actor": meta.actor,
-        "tenant": meta.tenant, "specialist": meta.specialist,
-        "adapter_version": meta.adapter_version, "contract": meta.contract,
-        "causation_id": meta.causation_id, "correlation_id": meta.correlation_id,
-        "claimed_actor": meta.claimed_actor,
-        "payload_digest": event.payload_digest, "prev_hash": event.prev_hash, "hash": event.hash,
-    }
-
-
-def event_from_row(row: Any) -> RecordedEvent:
-    """A stored row (a mapping of the events table) as the value object, as stored."""
-    return RecordedEvent(
-        event_id=row["event_id"], stream_id=row["stream_id"], stream_seq=row["stream_seq"],
-        position=row["position"], type=row["type"], schema_version=row["schema_version"],
-        payload=row["payload"],
-        metadata=EventMetadata(
-            occurred_at=utc(row["occurred_at"]) if row["occurred_at"] else None,
-            actor=row["actor"], tenant=row["tenant"], specialist=row["specialist"],
-            adapter_version=row["adapter_version"], contract=row["contract"],
-            causation_id=row["causation_id"], correlation_id=row["correlation_id"],
-            claimed_actor=row["claimed_actor"],
-        ),
-        recorded_at=utc(row["recorded_at"]), payload_digest=row["payload_digest"],
-        prev_hash=row["prev_hash"], hash=row["hash"],
-    )

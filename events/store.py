@@ -12,6 +12,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy.engine import Connection
 
@@ -24,6 +25,13 @@ from events.model import NewEvent, RecordedEvent
 class Appended:
     event: RecordedEvent
     created: bool  # False when the event_id was already stored with the same content
+
+
+class Appender(Protocol):
+    """What writes client batches: the store itself, or the API's group commit
+    (``events.group_commit``), which has the same all-or-nothing answer per batch."""
+
+    def append(self, batch: Sequence[NewEvent]) -> list[Appended]: ...
 
 
 @dataclass(frozen=True)

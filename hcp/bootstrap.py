@@ -44,10 +44,11 @@ from evaluators.seal import RewardSeals
 from evaluators.stats import RewardStats
 from events.checkpoints import Checkpoints
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
+from events.group_commit import GroupCommit
 from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
-from events.store import EventStore
+from events.store import Appender, EventStore
 from hcp.health import DependencyProbes
 from hcp.migrate import require_schema_at_head
 from hcp.references import RegistryReferences
@@ -89,6 +90,13 @@ class Container:
     @cached_property
     def store(self) -> EventStore:
         return SqlEventStore(self.engine)
+
+    @cached_property
+    def appender(self) -> Appender:
+        """What the API appends client batches with: concurrent requests of this process
+        share a transaction (``events.group_commit``)."""
+        store = self.store
+        return GroupCommit(store) if isinstance(store, SqlEventStore) else store
 
     @cached_property
     def contracts(self) -> ContractVersions:

@@ -89,6 +89,8 @@ class Settings(BaseSettings):
     )
     api_host: str = Field("127.0.0.1", description="Default host for `hcp serve`")
     api_port: int = Field(8000, description="Default port for `hcp serve`")
+    api_workers: int = Field(1, ge=1, description="API processes of `hcp serve` (each a "
+                                                  "uvicorn worker; docs/scaling.md)")
     console_secret: str = Field(
         "", description="Key that signs console session cookies; empty: a random one per "
         "process (sessions end when it restarts; set it when several processes serve)")

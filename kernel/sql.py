@@ -13,7 +13,7 @@ late-committing 6. The recipe is the same for both, so it lives here once:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Column, Table, func, select, text
@@ -46,19 +46,69 @@ def insert_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]],
     if conn.dialect.driver != "psycopg":
         conn.execute(table.insert(), list(rows))
         return
-    import psycopg
     from psycopg.types.json import Json
 
     names = [column.name for column in table.columns]
+    copy_rows(conn, table.name, names,
+              ([Json(row[n]) if n in json_columns else row[n] for n in names] for row in rows))
+
+
+def copy_rows(conn: Connection, table: str, columns: Sequence[str],
+              rows: Iterable[Sequence[Any]]) -> None:
+    """COPY ``rows`` (values in ``columns`` order) into ``table`` in the caller's
+    transaction (psycopg only). A JSON column takes its JSON as text, written verbatim."""
+    import psycopg
+
     raw = conn.connection.driver_connection
     assert raw is not None
-    statement = f"COPY {table.name} ({', '.join(names)}) FROM STDIN"
+    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
     try:
         with raw.cursor() as cursor, cursor.copy(statement) as copy:
             for row in rows:
-                copy.write_row([Json(row[n]) if n in json_columns else row[n] for n in names])
+                copy.write_row(row)
     except psycopg.Error as exc:
         raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
+
+
+def insert_few(conn: Connection, table: str, columns: Sequence[str],
+               rows: Sequence[Sequence[Any]]) -> None:
+    """``rows`` as one multi-row INSERT in the caller's transaction (psycopg only): one
+    round trip, where COPY takes two (start, then data and end). For a few rows, where
+    the round trips are the cost; values as ``copy_rows`` takes them (a JSON column's
+    JSON as text, stored verbatim by a ``json`` column)."""
+    import psycopg
+
+    if not rows:
+        return
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    row_marks = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    statement = (f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608 (names, not values)
+                 f"VALUES {', '.join([row_marks] * len(rows))}")
+    try:
+        raw.execute(statement, [value for row in rows for value in row])
+    except psycopg.Error as exc:
+        raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
+
+
+def pipelined(conn: Connection, statements: Sequence[tuple[str, Sequence[Any] | None]],
+              ) -> list[list[tuple[Any, ...]]]:
+    """Run ``statements`` (psycopg placeholders) in order, in one network round trip, in
+    the caller's transaction; the rows of each (psycopg only).
+
+    The server still runs them one after the other, each with its own snapshot (READ
+    COMMITTED): a lock taken by the first is held when the later ones read.
+    """
+    import psycopg
+
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    try:
+        with raw.pipeline():
+            cursors = [raw.execute(sql, params) for sql, params in statements]
+        return [cursor.fetchall() if cursor.description else [] for cursor in cursors]
+    except psycopg.Error as exc:
+        raise _as_sqlalchemy_error(conn, statements[0][0], exc, psycopg.Error) from exc
 
 
 def _as_sqlalchemy_error(conn: Connection, statement: str, exc: Any,

@@ -17,7 +17,7 @@ from events.tables import events
 from hcp.bootstrap import Container
 from hcp.settings import Settings
 from kernel.db import make_engine
-from kernel.sql import insert_rows
+from kernel.sql import insert_few, insert_rows
 from tests.faults.conftest import PrivatePostgres, wait_for
 from tests.unit.evaluators.factories import contract_text, publish
 
@@ -61,6 +61,28 @@ def test_a_copy_on_a_dropped_connection_raises_dbapi_error_and_drops_it(private_
     assert raised.value.connection_invalidated and "COPY events" in str(raised.value)
     conn.close()
     store = SqlEventStore(engine)  # the pool hands out a live connection next
+    store.append(conversation())
+    assert store.head() == 5
+    killer.dispose()
+    engine.dispose()
+
+
+def test_a_few_rows_insert_on_a_dropped_connection_raises_dbapi_error_and_drops_it(
+        private_database: str) -> None:
+    engine = make_engine(private_database)
+    killer = make_engine(private_database, isolation_level="AUTOCOMMIT")
+    conn = engine.connect()
+    conn.begin()
+    pid = conn.execute(text("SELECT pg_backend_pid()")).scalar()
+    with killer.connect() as other:
+        other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    # The small-batch path of the store (one INSERT on the raw driver connection) must
+    # fail as the COPY does: SQLAlchemy's error, the dead connection invalidated.
+    with pytest.raises(DBAPIError) as raised:
+        insert_few(conn, "events", ["position"], [(1,)])
+    assert raised.value.connection_invalidated and "INSERT INTO events" in str(raised.value)
+    conn.close()
+    store = SqlEventStore(engine)
     store.append(conversation())
     assert store.head() == 5
     killer.dispose()

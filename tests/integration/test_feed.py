@@ -158,3 +158,13 @@ def test_old_payload_versions_arrive_upcast(log: Log) -> None:
     [event] = poll_until(log.reader("worker"), 1)
 
     assert (event.schema_version, event.payload) == (2, {"thumbs": "down"})
+
+
+def test_checkpoints_load_many_reads_each_name_as_load_does(engine: Engine) -> None:
+    checkpoints = Checkpoints(engine)
+    checkpoints.save("relay:a", 7)
+    checkpoints.save("relay:b", 3)
+    checkpoints.save("relay:b", 9)
+    names = ["relay:b", "relay:none", "relay:a"]
+    assert checkpoints.load_many(names) == {"relay:b": 9, "relay:none": 0, "relay:a": 7}
+    assert checkpoints.load_many(names) == {name: checkpoints.load(name) for name in names}

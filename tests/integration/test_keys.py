@@ -145,3 +145,23 @@ def test_the_cli_creates_lists_and_revokes(database_url: str, tmp_path: Path,
         assert bad.exit_code == 2
     finally:
         get_settings.cache_clear()
+
+
+def test_the_answer_without_io_is_authenticates_or_none(container: Container) -> None:
+    """The gate's event-loop shortcut never admits what ``authenticate`` would refuse, and
+    defers (None) whenever the database has a say: not cached, cache stale, last use due."""
+    clock = Clock()
+    keys = ApiKeys(container.engine, container.store, cache_ttl_s=5, monotonic=clock)
+    key = keys.create(["events:read"], tenant="acme")
+    assert keys.authenticate_without_io(key) is None  # not cached yet
+    principal = keys.authenticate(key)
+    assert principal is not None and keys.authenticate_without_io(key) == principal
+    assert keys.authenticate_without_io(key[:-1] + ("x" if key[-1] != "x" else "y")) is None
+    assert keys.authenticate_without_io("hcp_nonsense") is None
+    clock.now += 5  # cache stale: the database decides again
+    assert keys.authenticate_without_io(key) is None
+    assert keys.authenticate(key) == principal
+    clock.now += 61  # stale again, and the last use due to be written: authenticate decides
+    assert keys.authenticate_without_io(key) is None
+    keys.revoke(key.split("_")[1], "test")
+    assert keys.authenticate_without_io(key) is None and keys.authenticate(key) is None

@@ -1,8 +1,17 @@
+import random
+import string
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
-from events.chain import GENESIS_HASH, chain_hash, payload_digest, verify_chain
+from events.chain import (
+    GENESIS_HASH,
+    chain_hash,
+    hash_template,
+    payload_digest,
+    reference_chain_hash,
+    verify_chain,
+)
 from events.model import EventMetadata, RecordedEvent
 
 
@@ -73,3 +82,48 @@ def test_claimed_actor_is_chained_only_where_it_is_set():
     assert verify_chain([claimed]).intact
     forged = replace(claimed, metadata=EventMetadata(actor="key:bot", claimed_actor="bob"))
     assert "metadata altered" in verify_chain([forged]).first_break.reason
+
+
+def _random_event(rnd: "random.Random", index: int) -> RecordedEvent:
+    def text() -> str | None:
+        return rnd.choice([None, "", "a", 'é\u2028"\\\n\x01\x7f', "🙂 x", "".join(
+            rnd.choice(string.printable) for _ in range(rnd.randint(0, 30)))])
+
+    when = rnd.choice([None, datetime(2025, 5, 5, 1, 2, 3),  # naive: taken as UTC
+                       datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=2)))
+                       + timedelta(microseconds=rnd.randint(0, 10**9))])
+    meta = EventMetadata(occurred_at=when, actor=text(), tenant=text(), specialist=text(),
+                         adapter_version=text(), contract=text(), claimed_actor=text(),
+                         causation_id=rnd.choice([None, uuid.uuid4()]),
+                         correlation_id=rnd.choice([None, uuid.uuid4()]))
+    return RecordedEvent(uuid.uuid4(), text() or "s", rnd.randint(1, 10**12), rnd.randint(1, 10**12),
+                         text() or "t", rnd.randint(1, 5), {"i": index}, meta,
+                         datetime.now(UTC), payload_digest({"i": index}), "ab" * 32, "")
+
+
+def test_the_fast_chain_hash_is_the_definition_byte_for_byte():
+    # The template (events.chain.HashTemplate) must hash exactly what the definition
+    # hashes, or logs written before it would stop verifying.
+    rnd = random.Random(7)
+    for index in range(5000):
+        event = _random_event(rnd, index)
+        assert chain_hash("ab" * 32, event) == reference_chain_hash("ab" * 32, event), event
+
+
+def test_unusual_field_types_fall_back_to_the_definition():
+    event = replace(_chain(1)[0], stream_id=7, metadata=EventMetadata(actor=3, causation_id="c"))
+    assert hash_template(event.event_id, event.stream_id, event.type, event.schema_version,
+                         event.metadata, event.payload_digest) is None
+    assert chain_hash(GENESIS_HASH, event) == reference_chain_hash(GENESIS_HASH, event)
+
+
+def test_numbering_hashes_by_the_definition():
+    from events.model import NewEvent
+    from events.numbering import number_batch
+
+    rnd = random.Random(3)
+    batch = [NewEvent(e.stream_id, e.type, {"i": i, "t": "é"}, metadata=e.metadata)
+             for i, e in enumerate(_random_event(rnd, i) for i in range(200))]
+    results = number_batch(batch, {}, 0, GENESIS_HASH, {}, datetime.now(UTC))
+    assert verify_chain(a.event for a in results).intact
+    assert all(reference_chain_hash(a.event.prev_hash, a.event) == a.event.hash for a in results)

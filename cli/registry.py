@@ -142,6 +142,9 @@ def base_list() -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from cli.base_models import fetch
+
+    base_app.command("fetch")(fetch)
     app.add_typer(adapters_app, name="adapters")
     app.add_typer(alias_app, name="alias")
     app.add_typer(base_app, name="base-models")

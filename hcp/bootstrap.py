@@ -48,6 +48,8 @@ from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
 from events.store import EventStore
+from harness.gate import NAME as TASKS_HARNESS
+from harness.gate import tasks_harness
 from hcp.health import DependencyProbes
 from hcp.migrate import require_schema_at_head
 from hcp.references import RegistryReferences
@@ -57,6 +59,7 @@ from kernel.errors import Invalid, NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.datasets.members import ManifestIndex
 from trainer.gate.heldout import Gate
+from trainer.gate.rollout import register_harness
 from trainer.registry.aliases import Aliases
 from trainer.registry.ancestry import Ancestry
 from trainer.registry.approvals import Approvals
@@ -350,6 +353,8 @@ class Container:
 
 
 def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Container:
+    # The gate's "tasks" rollout harness lives above the trainer: wired here.
+    register_harness(TASKS_HARNESS, tasks_harness)
     settings = settings or get_settings()
     engine = make_engine(settings.resolved_database_url)
     if check_schema:

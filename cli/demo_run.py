@@ -31,8 +31,8 @@ from cli.demo_report import Generation, adapter_row, finish_report
 from contract.document import parse_contract
 from contract.evaluate import split_for
 from contract.versions import ContractVersions, VersionNotFound
-from events.ingest import Author, IngestLimits
 from evaluators.publishing import PublishRefused
+from events.ingest import Author, IngestLimits
 from harness.serve import TaskHarness
 from harness.sources import IngestSink, RegistryAdapters
 from harness.tasks import Task
@@ -229,7 +229,10 @@ def publish_v2(demo: Demo) -> None:
 
 def run_demo(container: Container, config: DemoConfig,
              console: Console | None = None) -> dict[str, Any]:
-    demo = Demo(container, config, console or Console())
+    if console is None:
+        console = Console()
+        console = console if console.is_terminal else Console(width=150)
+    demo = Demo(container, config, console)
     started = time.perf_counter()
     demo.console.rule("[bold]0. a pretrained model, a contract, the base answers held-out tasks")
     base_model = ensure_base_model(demo)

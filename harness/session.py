@@ -110,6 +110,6 @@ def task_of(payloads: Sequence[dict[str, Any]]) -> Task | None:
             system = next((m["content"] for m in context if m.get("role") == "system"), None)
             turns = [m["content"] for m in context if m.get("role") in ("user", "assistant")]
             shots = tuple(zip(turns[0::2], turns[1::2], strict=False))
-            return Task(str(spec.get("id")), str(spec.get("specialist")), str(spec.get("family")), str(payload["text"]),
-                        spec["check"], system, shots)
+            return Task(str(spec.get("id")), str(spec.get("specialist")), str(spec.get("family")),
+                        str(payload["text"]), spec["check"], system, shots)
     return None

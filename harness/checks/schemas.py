@@ -38,7 +38,7 @@ def check_ui_spec(spec: dict[str, Any], answer: str) -> CheckResult:
     schema_ok = doc is not None and _valid(spec["schema"], doc)
     got = doc.get("components", []) if schema_ok else []
     want = spec["expect"]
-    same = sum(1 for g, w in zip(got, want) if g == w)
+    same = sum(1 for g, w in zip(got, want, strict=False) if g == w)
     scores = {
         "json_ok": float(doc is not None),
         "schema_ok": float(schema_ok),

@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.tasks import Task, make_task
 
-S, I, N = {"type": "string", "minLength": 1}, {"type": "integer"}, {"type": "number"}
+S, INT, N = {"type": "string", "minLength": 1}, {"type": "integer"}, {"type": "number"}
 
 
 def _tool(sig: str, props: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def _tool(sig: str, props: dict[str, Any]) -> dict[str, Any]:
 TOOLS: dict[str, dict[str, Any]] = {
     "weather": _tool('weather(city: string, unit: "celsius" or "fahrenheit")',
                      {"city": S, "unit": {"enum": ["celsius", "fahrenheit"]}}),
-    "timer": _tool("timer(minutes: integer)", {"minutes": {**I, "minimum": 1}}),
+    "timer": _tool("timer(minutes: integer)", {"minutes": {**INT, "minimum": 1}}),
     "email": _tool("email(to: string, subject: string)", {"to": S, "subject": S}),
     "search": _tool("search(query: string)", {"query": S}),
     "calendar": _tool("calendar(title: string, date: string YYYY-MM-DD)",
@@ -103,13 +103,13 @@ def agent_task(rng: random.Random) -> Task:
 
 
 def _shot(tool: str) -> tuple[str, str]:
-    request, args = _request(tool, random.Random(tool + ":shot"))
+    request, args = _request(tool, random.Random(tool + ":shot"))  # noqa: S311 (fixed examples)
     return request, _call(tool, args)
 
 
 def _doc(tool: str) -> str:
     """A tool's line on the menu: its signature and one example call (fixed per tool)."""
-    _, args = _request(tool, random.Random(tool + ":doc"))
+    _, args = _request(tool, random.Random(tool + ":doc"))  # noqa: S311 (fixed examples)
     return f"- {TOOLS[tool]['signature']}\n  example: {_call(tool, args)}"
 
 

@@ -9,7 +9,6 @@ HCP_TEST_REQUIRE_SERVICES=1 (CI), where that is a failure.
 
 from __future__ import annotations
 
-import io
 import os
 import socket
 import tempfile
@@ -110,12 +109,10 @@ def demo_data(container: Any, sessions: int) -> dict[str, Any]:
     Only ``coding`` is trained, with few steps, so the data is made in well under a minute.
     A further draft waits for its dry run.
     """
-    from rich.console import Console
 
     from cli.demo import quiet_libraries
 
     quiet_libraries()
-    quiet = Console(file=io.StringIO(), width=120)
     contracts = container.contracts
     _tiny_base_model(container)
     document = EXAMPLE_CONTRACT.read_text().replace(

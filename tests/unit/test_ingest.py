@@ -189,7 +189,8 @@ def test_serving_records_naming_unknown_registry_objects_are_refused() -> None:
 
 def test_known_names_the_escape_and_custom_types_pass_and_each_name_is_asked_once() -> None:
     store, check = RecordingStore(), Registry()
-    ingest(store, [routed("coding@1"), routed("coding@1"), turn(specialist="coding")], LIMITS, OPERATOR, check)
+    ingest(store, [routed("coding@1"), routed("coding@1"), turn(specialist="coding")], LIMITS,
+           OPERATOR, check)
     assert sorted(check.asked) == [("adapter", "coding@1"), ("specialist", "coding")]
     ahead = routed("coding@99", ahead_of_registry=True)
     custom = ClientEvent(stream_id="s", type="x.route", payload={}, adapter_version="coding@99")

@@ -7,9 +7,10 @@ same held-out set, and each gated criterion's margin may drop at most its tolera
 ``judge_rollouts`` is the decision for the rollout metric (contract reward of generated
 answers), by the policy's ``test``: the mean beats the parent's by more than the margin,
 or, with per-case rewards, the paired bootstrap interval lies above the margin, or the
-exact sign test favours the successor (``gate.stats``). A contract names a tolerance per criterion (``"*"`` for the rest; a
-criterion it does not name is not gated). A criterion the parent could not be measured
-on (no pair of different scores in the held-out set) cannot regress and says so.
+exact sign test favours the successor (``gate.stats``). A contract names a tolerance
+per criterion (``"*"`` for the rest; a criterion it does not name is not gated). A
+criterion the parent could not be measured on (no pair of different scores in the
+held-out set) cannot regress and says so.
 """
 
 from __future__ import annotations

@@ -87,6 +87,10 @@ class Container:
     engine: Engine
     dispatch_to: Dispatcher | None = None  # instead of the mode's own (tests record sends)
 
+    def __post_init__(self) -> None:
+        # The gate's "tasks" rollout harness lives above the trainer: wired here.
+        register_harness(TASKS_HARNESS, tasks_harness)
+
     # --- the log and contracts ---------------------------------------------------------
 
     @cached_property
@@ -353,8 +357,6 @@ class Container:
 
 
 def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Container:
-    # The gate's "tasks" rollout harness lives above the trainer: wired here.
-    register_harness(TASKS_HARNESS, tasks_harness)
     settings = settings or get_settings()
     engine = make_engine(settings.resolved_database_url)
     if check_schema:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -33,7 +33,7 @@ from contract.evaluate import split_for
 from contract.versions import ContractVersions, VersionNotFound
 from evaluators.publishing import PublishRefused
 from events.ingest import Author, IngestLimits
-from harness.serve import TaskHarness
+from harness.serve import AdapterSource, Sink, TaskHarness
 from harness.sources import IngestSink, RegistryAdapters
 from harness.tasks import Task
 from harness.tasks.catalog import held_out_tasks, train_tasks
@@ -74,14 +74,29 @@ class DemoConfig:
     device: str | None = None
 
 
+class Backend(Protocol):
+    """Where the loop runs: embedded (this process) or the stack (cli/demo_stack.py)."""
+
+    def harness(self, demo: Demo, base_model: str) -> TaskHarness:
+        """The harness, recording through this backend's ingest path."""
+
+    def score(self, demo: Demo, what: str) -> None:
+        """Return once everything recorded so far is scored under the published contract."""
+
+    def wait_run(self, demo: Demo, run_id: str) -> None:
+        """Return once the training run has finished."""
+
+
 @dataclass
 class Demo:
     container: Container
     config: DemoConfig
     console: Console
+    backend: Backend | None = None
     harness: TaskHarness | None = None
     generations: list[Generation] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    answers: int = 0  # sessions recorded so far
 
     @property
     def contracts(self) -> ContractVersions:
@@ -147,7 +162,10 @@ def task_sets(demo: Demo) -> tuple[dict[str, list[Task]], dict[str, list[Task]]]
     return train, held
 
 
-def build_harness(demo: Demo, base_model: str) -> TaskHarness:
+def build_harness(demo: Demo, base_model: str, adapters: AdapterSource | None = None,
+                  sink: Sink | None = None) -> TaskHarness:
+    """The harness on the registered base (bf16 for the real model, as it trains), with the
+    registry's adapters and the store's ingest path unless others are given."""
     from harness.pool import ModelPool
 
     c = demo.container
@@ -155,11 +173,32 @@ def build_harness(demo: Demo, base_model: str) -> TaskHarness:
     precision = "fp32" if demo.config.model == "tiny" else "bf16"
     pool = ModelPool(base.path, demo.config.device, precision)
     limits = IngestLimits(c.settings.max_batch_events, c.settings.max_payload_bytes)
-    sink = IngestSink(c.store, limits, Author("harness:hcp-harness"), c.references)
+    sink = sink or IngestSink(c.store, limits, Author("harness:hcp-harness"), c.references)
     contract = parse_contract(EXAMPLE_CONTRACT.read_text())
     version = demo.contracts.latest_published(CONTRACT).version
-    return TaskHarness(pool, RegistryAdapters(c.resolver, c.artifacts), sink, contract.harness,
-                       f"{CONTRACT}@{version}")
+    return TaskHarness(pool, adapters or RegistryAdapters(c.resolver, c.artifacts), sink,
+                       contract.harness, f"{CONTRACT}@{version}")
+
+
+class Embedded:
+    """Everything in this process: ingest called directly, the evaluator drained here,
+    training in a thread of this process."""
+
+    def harness(self, demo: Demo, base_model: str) -> TaskHarness:
+        return build_harness(demo, base_model)
+
+    def score(self, demo: Demo, what: str) -> None:
+        worker = demo.container.evaluator(group="demo")
+        head = demo.container.store.head()
+        with bar(demo.console) as progress:
+            task = progress.add_task(f"{what} under the published contract", total=None)
+            worker.drain(timeout=1800, on_step=lambda step: progress.advance(task, step.events))
+            progress.update(task, total=head, completed=head)
+
+    def wait_run(self, demo: Demo, run_id: str) -> None:
+        dispatcher = demo.container.dispatcher
+        assert isinstance(dispatcher, InProcessDispatcher)  # embedded: this process trains
+        dispatcher.join()
 
 
 def serve(demo: Demo, tasks: dict[str, list[Task]], k: int, temperature: float, seed: int,
@@ -172,31 +211,27 @@ def serve(demo: Demo, tasks: dict[str, list[Task]], k: int, temperature: float, 
             task = progress.add_task(f"{what}: {specialist} x{k}", total=len(mine))
             demo.harness.serve(mine, k=k, temperature=temperature, seed=seed,
                                progress=lambda n, t=task: progress.advance(t, n))
+            demo.answers += len(mine) * k
     demo.timings[what] = demo.timings.get(what, 0.0) + time.perf_counter() - started
 
 
 def score(demo: Demo, what: str = "scoring") -> None:
-    worker = demo.container.evaluator(group="demo")
-    head = demo.container.store.head()
+    assert demo.backend is not None
     started = time.perf_counter()
-    with bar(demo.console) as progress:
-        task = progress.add_task(f"{what} under the published contract", total=None)
-        worker.drain(timeout=1800, on_step=lambda step: progress.advance(task, step.events))
-        progress.update(task, total=head, completed=head)
+    demo.backend.score(demo, what)
     demo.timings["scoring"] = demo.timings.get("scoring", 0.0) + time.perf_counter() - started
 
 
 def train_generation(demo: Demo, gen: int) -> None:
     c = demo.container
     hyper = TINY_HYPER if demo.config.model == "tiny" else None
-    dispatcher = c.dispatcher
-    assert isinstance(dispatcher, InProcessDispatcher)  # embedded: this process trains
+    assert demo.backend is not None
     for specialist in demo.config.specialists:
         started = time.perf_counter()
         with demo.console.status(f"generation {gen}: training and gating {specialist}…"):
             firing = c.triggers.fire_manual(specialist, ACTOR, f"demo generation {gen}",
                                             hyper=hyper)
-            dispatcher.join()
+            demo.backend.wait_run(demo, firing.run_id)
         run = c.runs.get(firing.run_id)
         seconds = time.perf_counter() - started
         demo.timings["training+gate"] = demo.timings.get("training+gate", 0.0) + seconds
@@ -227,19 +262,20 @@ def publish_v2(demo: Demo) -> None:
     score(demo, "re-scoring history")
 
 
-def run_demo(container: Container, config: DemoConfig,
-             console: Console | None = None) -> dict[str, Any]:
+def run_demo(container: Container, config: DemoConfig, console: Console | None = None,
+             backend: Backend | None = None) -> dict[str, Any]:
     if console is None:
         console = Console()
         console = console if console.is_terminal else Console(width=150)
-    demo = Demo(container, config, console)
+    demo = Demo(container, config, console, backend or Embedded())
+    assert demo.backend is not None
     started = time.perf_counter()
     demo.console.rule("[bold]0. a pretrained model, a contract, the base answers held-out tasks")
     base_model = ensure_base_model(demo)
     ensure_specialists(demo)
     ensure_published(demo, base_model)
     train, held = task_sets(demo)
-    demo.harness = build_harness(demo, base_model)
+    demo.harness = demo.backend.harness(demo, base_model)
     serve(demo, held, 1, 0.0, config.seed, "held-out, greedy")
     score(demo)
     for gen in range(1, config.generations + 1):

@@ -65,7 +65,7 @@ class HttpSink:
     def post(self, events: Sequence[ClientEvent]) -> int:
         response = self.client.post("/v1/events", json={"events": [event_json(e) for e in events]})
         response.raise_for_status()
-        return sum(1 for a in response.json().get("appended", []) if a.get("created"))
+        return sum(1 for a in response.json().get("events", []) if a.get("created"))
 
 
 class HttpAdapters:

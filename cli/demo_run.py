@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -210,7 +211,7 @@ def serve(demo: Demo, tasks: dict[str, list[Task]], k: int, temperature: float, 
         for specialist, mine in tasks.items():
             task = progress.add_task(f"{what}: {specialist} x{k}", total=len(mine))
             demo.harness.serve(mine, k=k, temperature=temperature, seed=seed,
-                               progress=lambda n, t=task: progress.advance(t, n))
+                               progress=partial(progress.advance, task))
             demo.answers += len(mine) * k
     demo.timings[what] = demo.timings.get(what, 0.0) + time.perf_counter() - started
 

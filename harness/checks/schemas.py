@@ -36,7 +36,7 @@ def _valid(schema: dict[str, Any], value: Any) -> bool:
 def check_ui_spec(spec: dict[str, Any], answer: str) -> CheckResult:
     doc = parse_json_object(answer)
     schema_ok = doc is not None and _valid(spec["schema"], doc)
-    got = doc.get("components", []) if schema_ok else []
+    got = doc.get("components", []) if doc is not None and schema_ok else []
     want = spec["expect"]
     same = sum(1 for g, w in zip(got, want, strict=False) if g == w)
     scores = {
@@ -54,9 +54,9 @@ def check_ui_spec(spec: dict[str, Any], answer: str) -> CheckResult:
 def check_tool_call(spec: dict[str, Any], answer: str) -> CheckResult:
     doc = parse_json_object(answer)
     shape_ok = doc is not None and set(doc) == {"tool", "arguments"}
-    tool = doc.get("tool") if shape_ok else None
+    tool = doc.get("tool") if doc is not None and shape_ok else None
     allowed = isinstance(tool, str) and tool in spec["allowed"]
-    args = doc.get("arguments") if shape_ok else None
+    args = doc.get("arguments") if doc is not None and shape_ok else None
     schema_ok = allowed and _valid(spec["allowed"][tool], args)
     want = spec["expect"]
     right_tool = tool == want["tool"]

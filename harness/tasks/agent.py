@@ -71,17 +71,17 @@ def _request(tool: str, r: random.Random) -> tuple[str, dict[str, Any]]:
         q = r.choice(THINGS)
         return r.choice([f"Search the web for {q}.", f"Look up {q} online."]), {"query": q}
     if tool == "calendar":
-        t, mi, d = r.choice(TOPICS), r.randint(1, 6), r.randint(1, 28)
+        topic, mi, d = r.choice(TOPICS), r.randint(1, 6), r.randint(1, 28)
         date = f"2025-{mi:02d}-{d:02d}"
-        return f'Put "{t}" in my calendar on {MONTHS[mi - 1]} {d}, 2025.', {
-            "title": t, "date": date}
+        return f'Put "{topic}" in my calendar on {MONTHS[mi - 1]} {d}, 2025.', {
+            "title": topic, "date": date}
     if tool == "currency":
         a, s, t = r.randint(5, 500), *r.sample(CURRENCIES, 2)
         return r.choice([f"Convert {a} {s} to {t}.", f"How much is {a} {s} in {t}?"]), {
             "amount": a, "source": s, "target": t}
     if tool == "music":
-        a = r.choice(ARTISTS)
-        return r.choice([f"Play some {a}.", f"Put on music by {a}."]), {"artist": a}
+        artist = r.choice(ARTISTS)
+        return r.choice([f"Play some {artist}.", f"Put on music by {artist}."]), {"artist": artist}
     text, lang = r.choice(PHRASES), r.choice(LANGUAGES)
     return f'Translate "{text}" into {lang}.', {"text": text, "language": lang}
 

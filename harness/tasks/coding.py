@@ -60,7 +60,7 @@ def list_pipeline(rng: random.Random) -> Task:
     def ref(xs: list[int]) -> Any:
         return agg([fn(x, k) for x in xs if pred(x, k)])
 
-    inputs = [[[]]] + [[[rng.randint(-9, 12) for _ in range(rng.randint(1, 7))]]
+    inputs: list[list[Any]] = [[[]]] + [[[rng.randint(-9, 12) for _ in range(rng.randint(1, 7))]]
                        for _ in range(N_TESTS - 1)]
     return _task("list_pipeline", name, "xs", f"takes a list of integers xs and {spec}",
                  ref, inputs)

@@ -15,7 +15,8 @@ CONTEXT = (("system", "Answer in JSON."), ("user", "Make a button."))
 
 
 def answer(subject: str, text: str, reward: float, prompt: str = "Make a button.") -> TrainingExample:
-    return TrainingExample(prompt, text, reward, 1.0, subject, CONTEXT if prompt == "Make a button." else None)
+    context = CONTEXT if prompt == "Make a button." else None
+    return TrainingExample(prompt, text, reward, 1.0, subject, context)
 
 
 K_ANSWERS = [answer("s1", "{a}", 1.0), answer("s2", "{a}", 1.0), answer("s3", "{bb}", 1.0),

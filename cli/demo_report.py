@@ -123,9 +123,10 @@ def chart(report: dict[str, Any], path: Path) -> None:
         prod = data["production_by_generation"]
         line = ax.plot(range(len(prod)), prod, marker="o", label=f"{specialist}: production")[0]
         ax.scatter(range(1, len(prod)), data["candidate_by_generation"], marker="x",
-                   color=line.get_color(), label=f"{specialist}: candidate (x = rejected or promoted)")
+                   color=line.get_color(), label=f"{specialist}: gated successor (promoted or not)")
     if report.get("v2_after"):
         ax.axvline(report["v2_after"] + 0.5, color="grey", linestyle=":", label="contract v2 published")
+    ax.set_xticks(range(len(prod)))
     ax.set_xlabel("generation (0 = base model)")
     ax.set_ylabel("held-out contract reward (final contract)")
     ax.set_title(f"hcp demo: {report['model']}, held-out reward by generation")

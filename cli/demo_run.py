@@ -181,6 +181,21 @@ def build_harness(demo: Demo, base_model: str, adapters: AdapterSource | None = 
                        contract.harness, f"{CONTRACT}@{version}")
 
 
+def release_memory() -> None:
+    """Give what a finished run freed back to the system. Each run trains in a thread of
+    its own, and glibc keeps a thread's freed heap in that thread's arena; the first full
+    run on the real model, without this, was at ~16 GB resident after six runs (not yet
+    measured again with it)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:  # not glibc: nothing to trim
+        pass
+
+
 class Embedded:
     """Everything in this process: ingest called directly, the evaluator drained here,
     training in a thread of this process."""
@@ -200,6 +215,7 @@ class Embedded:
         dispatcher = demo.container.dispatcher
         assert isinstance(dispatcher, InProcessDispatcher)  # embedded: this process trains
         dispatcher.join()
+        release_memory()
 
 
 def serve(demo: Demo, tasks: dict[str, list[Task]], k: int, temperature: float, seed: int,

@@ -83,9 +83,10 @@ class TaskHarness:
         """k answers per task, recorded; in task order (a task's samples together)."""
         routes = [route_task(self.settings, t) for t in tasks]
         out: dict[int, list[Served]] = {}
-        for specialist in sorted({r.specialist for r in routes}):
+        productions = {s: self.adapters.production(s) for s in sorted({r.specialist for r in routes})}
+        self.pool.forget({p.sha256 for p in productions.values() if p.sha256})  # replaced ones
+        for specialist, production in productions.items():
             mine = [i for i, r in enumerate(routes) if r.specialist == specialist]
-            production = self.adapters.production(specialist)
             for chunk in _chunks(mine, max(1, self.batch_size // k)):
                 served = self._answer([tasks[i] for i in chunk], [routes[i] for i in chunk],
                                       production, k, temperature, seed * 7919 + chunk[0])

@@ -186,14 +186,13 @@ def release_memory() -> None:
     its own, and glibc keeps a thread's freed heap in that thread's arena; the first full
     run on the real model, without this, was at ~16 GB resident after six runs (not yet
     measured again with it)."""
+    import contextlib
     import ctypes
     import gc
 
     gc.collect()
-    try:
+    with contextlib.suppress(OSError):  # not glibc: nothing to trim
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:  # not glibc: nothing to trim
-        pass
 
 
 class Embedded:

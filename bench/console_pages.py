@@ -58,7 +58,7 @@ def build(container: Container, sessions: int, generations: int, base_dir: Path)
     for number in range(rounds):
         adapters = {"coding": parent} if parent else {}
         batch: list[Any] = []
-        for session in synthetic_sessions(max(1, sessions // rounds), number, 0.6, adapters):
+        for session in synthetic_sessions(max(1, sessions // rounds), number, adapters):
             if len(batch) + len(session) > limits.max_batch_events:
                 ingest(container.store, batch, limits)
                 batch = []

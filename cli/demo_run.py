@@ -1,199 +1,245 @@
-"""The main job, embedded: the whole continual-learning loop in one process.
+"""The main job, embedded: the continual-learning loop on a real model, in one process.
 
-Round 1 records harness traffic, scores it under the published contract, fires
-training for each specialist and registers root adapters. Round 2 serves traffic with
-those adapters, publishes a reweighted contract (dry-run first, then history is
-re-scored) and trains successors from their parents. It ends with the auditor's view:
-the lineage of one successor, hashes re-checked, and the hash chain verified.
+A pretrained instruct model (SmolLM2-135M-Instruct, fetched from the package index; or
+``--model tiny``, a random tiny model for fast tests) serves the built-in task harness
+(``harness``). Everything it writes goes through the ingest path; the evaluator scores it
+under the published contract (examples/contracts/harness.toml), which scores what the
+harness's checks found. Generation 0 answers the held-out tasks with the bare base. Each
+generation, the production adapter answers fresh train tasks (k samples each), the
+trainer fires for each specialist, trains a successor on the best passing answers of the
+frozen manifest (rejection sampling) and gates it on the held-out tasks: parent and
+successor answer them again, the contract judges both, and only a paired bootstrap 95%
+interval above 0 promotes. Mid-way the evaluation team publishes contract v2 (partial
+credit halved): history is re-scored and later generations train and gate under it.
+
+Nothing but the adapters changes what the model answers: same tasks, same seeds, same
+sampling settings every generation. The report re-judges every production adapter's
+held-out answers under the final contract, so the chart compares like with like.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from contract.versions import ContractVersions, VersionNotFound
-from evaluators.dryrun import Selection
-from events.ingest import Author, IngestLimits, ingest
-from harness.synthetic import synthetic_sessions
+from cli.demo_report import Generation, adapter_row, finish_report
+from cli.demo_setup import (  # noqa: F401 (re-exported: tests and the stack use them)
+    ACTOR,
+    CONTRACT,
+    EXAMPLE_CONTRACT,
+    REAL_MODEL,
+    TINY_HYPER,
+    TINY_MODEL,
+    ensure_base_model,
+    ensure_published,
+    ensure_specialists,
+    task_sets,
+)
+from contract.document import parse_contract
+from contract.versions import ContractVersions
+from evaluators.publishing import PublishRefused
+from events.ingest import Author, IngestLimits
+from harness.serve import AdapterSource, Sink, TaskHarness
+from harness.sources import IngestSink, RegistryAdapters
+from harness.tasks import Task
 from hcp.bootstrap import Container
 from trainer.runs.dispatch import InProcessDispatcher
 
-ACTOR = "user:demo"
-BASE_MODEL = "hcp-tiny"  # the name examples/contracts/default.toml's [harness] expects
-EXAMPLE_CONTRACT = Path(__file__).parents[1] / "examples" / "contracts" / "default.toml"
+
+@dataclass(frozen=True)
+class DemoConfig:
+    model: str = REAL_MODEL  # "smollm2-135m" or "tiny"
+    specialists: tuple[str, ...] = ("coding", "genui")
+    generations: int = 3
+    train_tasks: int = 48  # per specialist per generation
+    held_out: int = 64  # per specialist
+    k: int = 4
+    temperature: float = 0.5
+    seed: int = 0
+    v2_after: int = 2  # publish contract v2 after this generation (0: never)
+    out_dir: Path | None = None  # report and chart; default <data_dir>/demo
+    device: str | None = None
 
 
-def quiet_libraries() -> None:
-    """The demo shows its own progress; transformers' per-load bars and notices are noise."""
-    import warnings
+class Backend(Protocol):
+    """Where the loop runs: embedded (this process) or the stack (cli/demo_stack.py)."""
 
-    from transformers.utils import logging as hf_logging
+    def harness(self, demo: Demo, base_model: str) -> TaskHarness:
+        """The harness, recording through this backend's ingest path."""
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
+    def score(self, demo: Demo, what: str) -> None:
+        """Return once everything recorded so far is scored under the published contract."""
+
+    def wait_run(self, demo: Demo, run_id: str) -> None:
+        """Return once the training run has finished."""
 
 
-def _bar(console: Console) -> Progress:
-    return Progress(TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(),
+@dataclass
+class Demo:
+    container: Container
+    config: DemoConfig
+    console: Console
+    backend: Backend | None = None
+    harness: TaskHarness | None = None
+    generations: list[Generation] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    answers: int = 0  # sessions recorded so far
+
+    @property
+    def contracts(self) -> ContractVersions:
+        return self.container.contracts
+
+
+def bar(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=False)
 
 
-def ensure_base_model(trainer: Container, data_dir: Path, console: Console) -> None:
-    from trainer.ml.tiny_model import build_tiny_base_model
+def build_harness(demo: Demo, base_model: str, adapters: AdapterSource | None = None,
+                  sink: Sink | None = None) -> TaskHarness:
+    """The harness on the registered base (bf16 for the real model, as it trains), with the
+    registry's adapters and the store's ingest path unless others are given."""
+    from harness.pool import ModelPool
 
-    if any(b.name == BASE_MODEL for b in trainer.registry.base_models()):
-        return
-    path = build_tiny_base_model(data_dir / "models" / BASE_MODEL, seed=0)
-    entry = trainer.registry.register_base_model(BASE_MODEL, path, ACTOR)
-    console.print(f"base model [bold]{BASE_MODEL}[/] built locally, weights {entry.weights_sha256[:16]}…")
-
-
-def ensure_published(contracts: ContractVersions, document: str, console: Console) -> int:
-    try:
-        return contracts.latest_published("default").version
-    except VersionNotFound:
-        draft = contracts.create_draft("default", document, ACTOR)
-        done = contracts.publish("default", draft.version, ACTOR)
-        console.print(f"contract [bold]{done.ref}[/] published ({done.content_hash[:16]}…)")
-        return done.version
+    c = demo.container
+    base = c.registry.base_model(base_model)
+    precision = "fp32" if demo.config.model == "tiny" else "bf16"
+    pool = ModelPool(base.path, demo.config.device, precision)
+    limits = IngestLimits(c.settings.max_batch_events, c.settings.max_payload_bytes)
+    sink = sink or IngestSink(c.store, limits, Author("harness:hcp-harness"), c.references)
+    contract = parse_contract(EXAMPLE_CONTRACT.read_text())
+    version = demo.contracts.latest_published(CONTRACT).version
+    return TaskHarness(pool, adapters or RegistryAdapters(c.resolver, c.artifacts), sink,
+                       contract.harness, f"{CONTRACT}@{version}")
 
 
-def record_traffic(container: Container, sessions: int, seed: int, quality: float,
-                   adapters: dict[str, str], console: Console) -> int:
-    limits = IngestLimits(container.settings.max_batch_events, container.settings.max_payload_bytes)
-    author = Author("harness:synthetic")  # the demo's own traffic, written in-process
-    written = 0
-    with _bar(console) as bar:
-        task = bar.add_task(f"recording {sessions} sessions", total=sessions)
-        for session in synthetic_sessions(sessions, seed, quality, adapters):
-            appended = ingest(container.store, session, limits, author, container.references)
-            written += sum(a.created for a in appended)
+def release_memory() -> None:
+    """Give what a finished run freed back to the system. Each run trains in a thread of
+    its own, and glibc keeps a thread's freed heap in that thread's arena; the first full
+    run on the real model, without this, was at ~16 GB resident after six runs (not yet
+    measured again with it)."""
+    import contextlib
+    import ctypes
+    import gc
 
-            bar.advance(task)
-    return written
-
-
-def score(container: Container, console: Console) -> None:
-    worker = container.evaluator(group="demo")
-    head = container.store.head()
-    with _bar(console) as bar:
-        task = bar.add_task("evaluating under active contracts", total=head)
-
-        def show(step: Any) -> None:
-            if step.job_progress is not None:
-                bar.update(task, description="re-scoring history")
-            bar.advance(task, step.events)
-
-        totals = worker.drain(timeout=600, on_step=show)
-        bar.update(task, completed=head)
-    console.print(f"  {totals.rewards} reward records written for {totals.subjects} subjects")
+    gc.collect()
+    with contextlib.suppress(OSError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def train(trainer: Container, console: Console) -> list[Any]:
-    fired = [e for e in trainer.triggers.evaluate(actor="system:demo-triggers") if e.fired]
-    for evaluation in trainer.triggers.evaluate(actor="system:demo-triggers"):
-        assert evaluation.fired is None or not evaluation.fired.created  # never twice
-    for evaluation in fired:
-        console.print(f"  trigger fired for [bold]{evaluation.specialist}[/]: {evaluation.note}")
-    with console.status("training successors (tiny model, CPU)…"):
-        assert isinstance(trainer.dispatcher, InProcessDispatcher)  # embedded: this process trains
-        trainer.dispatcher.join()
-    return [trainer.runs.get(e.fired.run_id) for e in fired if e.fired]
+class Embedded:
+    """Everything in this process: ingest called directly, the evaluator drained here,
+    training in a thread of this process."""
+
+    def harness(self, demo: Demo, base_model: str) -> TaskHarness:
+        return build_harness(demo, base_model)
+
+    def score(self, demo: Demo, what: str) -> None:
+        worker = demo.container.evaluator(group="demo")
+        head = demo.container.store.head()
+        with bar(demo.console) as progress:
+            task = progress.add_task(f"{what} under the published contract", total=None)
+            worker.drain(timeout=1800, on_step=lambda step: progress.advance(task, step.events))
+            progress.update(task, total=head, completed=head)
+
+    def wait_run(self, demo: Demo, run_id: str) -> None:
+        dispatcher = demo.container.dispatcher
+        assert isinstance(dispatcher, InProcessDispatcher)  # embedded: this process trains
+        dispatcher.join()
+        release_memory()
 
 
-def promote_candidates_by_hand(trainer: Container, console: Console) -> None:
-    """Where the policy leaves promotion to people, an operator moves the alias by hand."""
-    for adapter in trainer.registry.adapters(limit=1000):
-        if adapter.status != "candidate":
+def serve(demo: Demo, tasks: dict[str, list[Task]], k: int, temperature: float, seed: int,
+          what: str) -> None:
+    assert demo.harness is not None
+    demo.harness.contract_ref = f"{CONTRACT}@{demo.contracts.latest_published(CONTRACT).version}"
+    started = time.perf_counter()
+    with bar(demo.console) as progress:
+        for specialist, mine in tasks.items():
+            task = progress.add_task(f"{what}: {specialist} x{k}", total=len(mine))
+            demo.harness.serve(mine, k=k, temperature=temperature, seed=seed,
+                               progress=partial(progress.advance, task))
+            demo.answers += len(mine) * k
+    demo.timings[what] = demo.timings.get(what, 0.0) + time.perf_counter() - started
+
+
+def score(demo: Demo, what: str = "scoring") -> None:
+    assert demo.backend is not None
+    started = time.perf_counter()
+    demo.backend.score(demo, what)
+    demo.timings["scoring"] = demo.timings.get("scoring", 0.0) + time.perf_counter() - started
+
+
+def train_generation(demo: Demo, gen: int) -> None:
+    c = demo.container
+    hyper = TINY_HYPER if demo.config.model == "tiny" else None
+    assert demo.backend is not None
+    for specialist in demo.config.specialists:
+        started = time.perf_counter()
+        with demo.console.status(f"generation {gen}: training and gating {specialist}…"):
+            firing = c.triggers.fire_manual(specialist, ACTOR, f"demo generation {gen}",
+                                            hyper=hyper)
+            demo.backend.wait_run(demo, firing.run_id)
+        run = c.runs.get(firing.run_id)
+        seconds = time.perf_counter() - started
+        demo.timings["training+gate"] = demo.timings.get("training+gate", 0.0) + seconds
+        if run.adapter_id is None:
+            demo.console.print(f"[red]{specialist} run {run.run_id[:8]} failed: {run.error}[/]")
             continue
-        trainer.registry.set_status(adapter.adapter_id, "promoted", ACTOR,
-                                    "reviewed the gate report; promoting by hand", alias="production")
-        console.print(f"  {adapter.specialist}@{adapter.version} passed its gate as a candidate; "
-                      "an operator moved production to it")
+        row = adapter_row(c, run.adapter_id, gen, seconds)
+        demo.generations.append(row)
+        demo.console.print(row.line())
 
 
-def adapters_table(trainer: Container) -> Table:
-    table = Table("specialist", "version", "parent", "status", "held-out (succ / parent)",
-                  "artifact sha256")
-    for a in sorted(trainer.registry.adapters(limit=1000), key=lambda a: (a.specialist, a.version)):
-        gate = a.metrics.get("gate", {})
-        parent = next((p.version for p in trainer.registry.adapters(a.specialist, 1000)
-                       if p.adapter_id == a.parent_adapter_id), None)
-        table.add_row(a.specialist, str(a.version), str(parent or "root"), a.status,
-                      f"{_num(gate.get('successor', {}).get('heldout_margin'))} / "
-                      f"{_num(gate.get('parent', {}).get('heldout_margin'))}",
-                      a.artifact_sha256[:16] + "…")
-    return table
+def publish_v2(demo: Demo) -> None:
+    """The evaluation team halves partial credit: only what works counts fully."""
+    v1 = demo.contracts.latest_published(CONTRACT).version
+    draft = demo.contracts.draft_from(CONTRACT, v1, ACTOR)
+    old = 'id = "partial"\nweight = 1.0'
+    document = draft.document.replace(old, 'id = "partial"\nweight = 0.5')
+    edited = demo.contracts.edit_draft(CONTRACT, draft.version, document, ACTOR)
+    try:
+        _, check = demo.container.publisher.publish(CONTRACT, edited.version, ACTOR)
+    except PublishRefused as exc:
+        demo.console.print(f"  publish check: {exc}")
+        _, check = demo.container.publisher.publish(
+            CONTRACT, edited.version, ACTOR, force=True,
+            reason="stricter on purpose: partial credit halved, so mean rewards drop")
+    demo.console.print(f"  published {edited.ref} (partial credit weight 1.0 -> 0.5); history "
+                       f"is re-scored, later generations train and gate under it")
+    score(demo, "re-scoring history")
 
 
-def _num(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, int | float) else "-"
-
-
-def run_demo(container: Container, sessions: int = 240,
-             console: Console | None = None) -> dict[str, Any]:
-    console = console or Console()
-    trainer = container
-    contracts = container.contracts
-    console.rule("[bold]1. a deployed model records its experience")
-    ensure_base_model(trainer, container.settings.data_dir, console)
-    v1 = ensure_published(contracts, EXAMPLE_CONTRACT.read_text(), console)
-    record_traffic(container, sessions, seed=1, quality=0.6, adapters={}, console=console)
-    score(container, console)
-
-    console.rule("[bold]2. triggers fire training; roots are gated and registered")
-    runs_1 = train(trainer, console)
-    console.print(adapters_table(trainer))
-    promote_candidates_by_hand(trainer, console)
-
-    console.rule("[bold]3. the evaluation team edits the contract")
-    reweighted = contracts.draft_from("default", v1, ACTOR)
-    document = reweighted.document.replace('id = "brevity"\nweight = 1.0',
-                                           'id = "brevity"\nweight = 3.0')
-    draft = contracts.edit_draft("default", reweighted.version, document, ACTOR)
-    report = container.dry_runs.run(
-        "default", draft.version, Selection(last=200), baseline=v1)
-    summary = report.to_json()["report"]
-    console.print(f"  dry-run of {draft.ref} vs v{v1} over {summary.get('count')} subjects: "
-                  f"mean delta {_num(summary.get('mean_delta'))}, became eligible "
-                  f"{summary.get('became_eligible')}, ineligible {summary.get('became_ineligible')}")
-    _, check = container.publisher.publish("default", draft.version, ACTOR)
-    if check is not None:
-        console.print(f"  publish check: {check.describe()}")
-    console.print(f"  published {draft.ref}; history is re-scored, v{v1}'s rewards stay; "
-                  f"v{v1} keeps serving until it is moved")
-
-    console.rule("[bold]4. the promoted adapters serve; successors train from their parents")
-    serving = {a.specialist: f"{a.specialist}@{a.version}"
-               for a in trainer.registry.adapters(limit=1000)}
-    record_traffic(container, sessions, seed=2, quality=0.7, adapters=serving, console=console)
-    score(container, console)
-    runs_2 = train(trainer, console)
-    console.print(adapters_table(trainer))
-
-    console.rule("[bold]5. the auditor: lineage and tamper evidence")
-    successors = [a for a in trainer.registry.adapters(limit=1000) if a.parent_adapter_id]
-    lineage = trainer.lineage.chain(successors[0].adapter_id, deep=True) if successors else []
-    for link in lineage:
-        refs = ", ".join(f"{c['name']}@{c['version']}" for c in link["contract_versions"])
-        refs = escape(f"[{refs}]")
-        console.print(f"  {link['specialist']}@{link['version']}  verified={link['verified']}  "
-                      f"manifest {link['manifest']['content_hash'][:12]}…  contracts {refs}  "
-                      f"artifact {link['artifact']['sha256'][:12]}…")
-    verify = container.store.verify()
-    console.print(f"  hash chain: {'intact' if verify.intact else 'BROKEN'} over {verify.checked} events")
-    audit = container.auditor.adapter(successors[0].adapter_id) if successors else None
-    if audit is not None:  # every row it relies on, re-derived from the log (docs/audit.md)
-        rows = sum(c.checked for c in audit.checks)
-        console.print(f"  audit of {audit.scope}: {'ok' if audit.ok else 'FAILED'}, {rows} rows and events "
-                      f"checked" + "".join(f"\n    {m.line()}" for m in audit.mismatches))
-    return {"runs": len(runs_1) + len(runs_2), "successors": len(successors),
-            "chain_intact": verify.intact, "events": verify.checked,
-            "audit_ok": audit is None or audit.ok}
+def run_demo(container: Container, config: DemoConfig, console: Console | None = None,
+             backend: Backend | None = None) -> dict[str, Any]:
+    if console is None:
+        console = Console()
+        console = console if console.is_terminal else Console(width=150)
+    demo = Demo(container, config, console, backend or Embedded())
+    assert demo.backend is not None
+    started = time.perf_counter()
+    demo.console.rule("[bold]0. a pretrained model, a contract, the base answers held-out tasks")
+    base_model = ensure_base_model(demo)
+    ensure_specialists(demo)
+    ensure_published(demo, base_model)
+    train, held = task_sets(demo)
+    demo.harness = demo.backend.harness(demo, base_model)
+    serve(demo, held, 1, 0.0, config.seed, "held-out, greedy")
+    score(demo)
+    for gen in range(1, config.generations + 1):
+        demo.console.rule(f"[bold]generation {gen}")
+        if config.v2_after and gen == config.v2_after + 1:
+            publish_v2(demo)
+        n = config.train_tasks
+        serve(demo, {s: t[(gen - 1) * n: gen * n] for s, t in train.items()}, config.k,
+              config.temperature, config.seed * 1000 + gen, "sampling train tasks")
+        score(demo)
+        train_generation(demo, gen)
+    demo.timings["total"] = time.perf_counter() - started
+    return finish_report(demo.container, demo, base_model)

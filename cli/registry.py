@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from cli.trainer import cli_actor, cli_parts, console, print_json
@@ -15,6 +17,7 @@ from trainer.registry.model import PROMOTED, REJECTED
 adapters_app = typer.Typer(help="Adapter versions: list, inspect, lineage, promote", no_args_is_help=True)
 alias_app = typer.Typer(help="Aliases (production, staging, …) per specialist", no_args_is_help=True)
 base_app = typer.Typer(help="Base models the adapters are trained on", no_args_is_help=True)
+err_console = Console(stderr=True)
 
 
 # --- adapters ----------------------------------------------------------------------
@@ -32,9 +35,37 @@ def adapters_list(specialist: str = typer.Option(None, "--specialist", "-s")) ->
 
 @adapters_app.command("show")
 def adapters_show(adapter_id: str) -> None:
-    """Every field of a version: lineage references, hyper-parameters, metrics."""
+    """Every field of a version: lineage references, hyper-parameters, metrics; first (on
+    stderr) what its gate decided: the test, the interval, the sample count and the seed."""
     with cli_parts() as parts:
-        print_json(parts.registry.adapter(adapter_id).to_json())
+        adapter = parts.registry.adapter(adapter_id)
+    for line in gate_summary(adapter.metrics.get("gate") or {}):
+        err_console.print(line)
+    print_json(adapter.to_json())
+
+
+def gate_summary(gate: dict[str, Any]) -> list[str]:
+    """The gate record in a few lines (empty: no gate record)."""
+    if not gate:
+        return []
+    verdict = "promote" if gate.get("promote") else "do not promote"
+    lines = [f"gate: {verdict} ({gate.get('metric', 'offline')} metric, test "
+             f"{gate.get('test', 'margin')})"]
+    rewards = (gate.get("comparison") or {}).get("rollout_reward")
+    if rewards:
+        lines.append(f"  held-out reward: parent {rewards['parent']:.4f} -> successor "
+                     f"{rewards['successor']:.4f} (delta {rewards['delta']:+.4f})")
+    interval = gate.get("interval")
+    if interval:
+        lines.append(f"  paired bootstrap {interval['level']:.0%} interval [{interval['low']:+.4f}, "
+                     f"{interval['high']:+.4f}], n={interval['n']}, {interval['resamples']} "
+                     f"resamples, seed {interval['seed']}")
+    sign = gate.get("sign_test")
+    if sign:
+        lines.append(f"  sign test: {sign['wins']} wins, {sign['losses']} losses, {sign['ties']} "
+                     f"ties, p={sign['p_value']:.3g}")
+    lines.append(f"  reason: {gate.get('reason', '')}")
+    return lines
 
 
 @adapters_app.command("lineage")
@@ -142,6 +173,9 @@ def base_list() -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from cli.base_models import fetch
+
+    base_app.command("fetch")(fetch)
     app.add_typer(adapters_app, name="adapters")
     app.add_typer(alias_app, name="alias")
     app.add_typer(base_app, name="base-models")

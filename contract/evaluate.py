@@ -8,7 +8,8 @@ Rules, in the order they apply:
    and the score is `None`: an unevaluable subject is neither rewarded nor punished.
 3. The score aggregates the criteria (`weighted_mean`, weighted `geometric_mean`, `min`);
    a gate that is false forces it to 0.
-4. The held-out split is a pure function of the subject id and the split seed.
+4. The held-out split is a pure function of the subject id (or, with ``split.by =
+   "user_text"``, of the subject's user text) and the split seed.
 5. Eligibility is the `training.eligible` expression (it also sees `score`, `components`,
    `gates` and `split`): whether the trainer may use the reward at all. The split says how:
    train-split rewards train successors, held-out rewards only gate them against their
@@ -102,7 +103,9 @@ def evaluate_subject(
     compiled = contract if isinstance(contract, CompiledContract) else _cached(contract)
     doc = compiled.document
     subject_id = str(subject_input["subject"]["id"])
-    split = split_for(subject_id, doc.evaluation.split.held_out_fraction, doc.evaluation.split.seed)
+    rule = doc.evaluation.split
+    key = rule.key(subject_id, str(subject_input.get("user_text") or ""))
+    split = split_for(key, rule.held_out_fraction, rule.seed)
     base = Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
     applies = applies_to(compiled, subject_input)
     if isinstance(applies, EvaluationError):
@@ -202,7 +205,8 @@ def _with_eligibility(
 
 
 def split_for(subject_id: str, fraction: float, seed: int) -> str:
-    """`"held_out"` for about `fraction` of subject ids, `"train"` for the rest; pure.
+    """`"held_out"` for about `fraction` of keys (subject ids or user texts), `"train"`
+    for the rest; pure.
 
     sha256 rather than Python's `hash`, which is salted per process: every worker, and
     every re-evaluation years later, must put a subject on the same side.

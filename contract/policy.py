@@ -61,7 +61,8 @@ class TriggerPolicy(BaseModel):
     rollout_prompts: Annotated[int, Field(ge=1, le=1024)] = Field(
         32, description="At most this many held-out subjects (the latest)")
     dataset: Literal["all", "since_parent"] = Field(
-        "all", description="Train on every eligible reward, or only those after the parent's cut")
+        "all", description="Train on every eligible reward, or only those after the parent's "
+        "cut (the held-out rewards the gate compares on are all kept either way)")
     base_model: str | None = Field(None, description="Base model of root versions")
     hyper: dict[str, Any] = Field({}, description="Training hyper-parameter overrides")
     alias: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
@@ -75,6 +76,17 @@ class TriggerPolicy(BaseModel):
     backoff_wait: str | None = Field(
         None, description="'<n>m|h|d': after a rejected run, wait at least this long before "
         "an automatic rule fires again")
+    gate_test: Literal["margin", "bootstrap", "sign"] = Field(
+        "margin", description="rollout gate: margin (mean reward beats the parent's by more than "
+        "gate_margin), bootstrap (the paired bootstrap interval of the difference lies above "
+        "gate_margin) or sign (the exact sign test favours the successor)")
+    gate_confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = Field(
+        0.95, description="Level of the gate's interval or test")
+    gate_resamples: Annotated[int, Field(ge=100, le=100_000)] = Field(
+        10_000, description="Resamples of the gate's bootstrap")
+    gate_seed: Annotated[int, Field(ge=0)] = Field(0, description="Seed of the gate's bootstrap")
+    gate_offline: bool = Field(
+        True, description="rollout gate: also measure the offline metric and record it beside")
 
     @field_validator("schedule")
     @classmethod
@@ -113,6 +125,7 @@ class TriggerPolicy(BaseModel):
 LATER_DEFAULTS: dict[str, Any] = {
     "gate_metric": "offline", "rollout_max_new_tokens": 24, "rollout_harness": "text",
     "rollout_prompts": 32, "dataset": "all", "base_model": None, "hyper": {}, "alias": None,
-    "contract": None, "backoff_factor": 2.0, "backoff_wait": None,
+    "contract": None, "backoff_factor": 2.0, "backoff_wait": None, "gate_test": "margin",
+    "gate_confidence": 0.95, "gate_resamples": 10_000, "gate_seed": 0, "gate_offline": True,
 }
 DISABLED = TriggerPolicy(enabled=False)  # no policy anywhere: only manual triggers

@@ -16,9 +16,11 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     Tag,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -151,6 +153,22 @@ class AppliesTo(Section):
 class Split(Section):
     held_out_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.1
     seed: Annotated[int, Field(ge=0)] = 0
+    # What is hashed: the subject id, or the subject's user text, so that every answer to
+    # the same prompt (a harness sampling k answers per task) lands on the same side and
+    # a held-out prompt is never trained on. Added later: left out of the canonical form
+    # at its default, so documents written before it keep their content hash.
+    by: Literal["subject", "user_text"] = "subject"
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("by") == "subject":
+            data.pop("by")
+        return data
+
+    def key(self, subject_id: str, user_text: str) -> str:
+        """What the split hashes for a subject."""
+        return user_text if self.by == "user_text" else subject_id
 
 
 class EvaluationSection(Section):

@@ -157,10 +157,13 @@ class RewardStore:
     # ``conn``: the caller's open transaction (a trigger firing reads under its lock).
 
     def eligible(self, specialist: str, contract: str | None, after: int, upto: int,
-                 conn: Connection | None = None) -> list[RewardRecord]:
-        """Usable rewards of ``specialist`` with ``after < position <= upto``, in order."""
+                 conn: Connection | None = None, split: str | None = None) -> list[RewardRecord]:
+        """Usable rewards of ``specialist`` with ``after < position <= upto`` (of ``split``
+        when given), in order."""
         query = (select(rr).where(_eligible(specialist, contract), rr.c.position > after,
                                   rr.c.position <= upto).order_by(rr.c.position))
+        if split is not None:
+            query = query.where(rr.c.split == split)
         with reading(self.engine, conn) as c:
             return [from_row(row._mapping) for row in c.execute(query)]
 

@@ -1,4 +1,8 @@
-"""Synthetic harness traffic for the demo and the benchmarks: deterministic under a seed.
+"""Canned harness traffic for tests and benchmarks of the plumbing: deterministic under a seed.
+
+Never used by `hcp demo` (a real model answers there, through ``harness.serve``): these
+answers are fixed strings, good or poor in a fixed mix, so they can exercise ingest,
+scoring and training at volume but prove nothing about learning.
 
 Each session is what a harness would record: a user turn, the router's choice, tool
 calls for the agentic specialists, the answer, the user's feedback, and the episode's
@@ -40,9 +44,10 @@ TASKS: dict[str, list[tuple[str, str, str]]] = {
 TOOLS = {"agent": ("web.search", "web.fetch"), "coding": ("files.read", "python.run"),
          "chat": (), "genui": ("ui.render",)}
 STRAY_TOOL = "web.search"
+GOOD_SHARE = 0.6  # fixed: canned traffic has no quality to turn up
 
 
-def synthetic_sessions(count: int, seed: int = 7, quality: float = 0.6,
+def synthetic_sessions(count: int, seed: int = 7,
                        adapter_versions: dict[str, str] | None = None) -> Iterator[list[ClientEvent]]:
     """``count`` sessions, each one list of events ready for ``events.ingest.ingest``."""
     rng = random.Random(seed)  # noqa: S311 (reproducible synthetic data, not secrets)
@@ -50,11 +55,11 @@ def synthetic_sessions(count: int, seed: int = 7, quality: float = 0.6,
     for n in range(count):
         specialist = specialists[n % len(specialists)]
         adapter = (adapter_versions or {}).get(specialist, f"{specialist}@0")
-        yield list(_session(rng, uuid.UUID(int=rng.getrandbits(128)), specialist, adapter, quality))
+        yield list(_session(rng, uuid.UUID(int=rng.getrandbits(128)), specialist, adapter))
 
 
-def _session(rng: random.Random, session: uuid.UUID, specialist: str, adapter: str,
-             quality: float) -> Iterator[ClientEvent]:
+def _session(rng: random.Random, session: uuid.UUID, specialist: str,
+             adapter: str) -> Iterator[ClientEvent]:
     stream = f"session-{session}"
     meta = {"specialist": specialist, "adapter_version": adapter, "contract": "default@1",
             "actor": "harness:demo", "correlation_id": session}
@@ -66,7 +71,7 @@ def _session(rng: random.Random, session: uuid.UUID, specialist: str, adapter: s
     yield event("session.started", harness="demo-harness")
     # Sessions go well or badly as a whole (a turn flips now and then), so an episode's
     # reward says something about the answers in it: training has a signal to find.
-    session_good = rng.random() < quality
+    session_good = rng.random() < GOOD_SHARE
     good_turns = 0
     turns = rng.randint(1, 3)
     for turn in range(turns):

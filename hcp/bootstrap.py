@@ -49,6 +49,8 @@ from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
 from events.store import Appender, EventStore
+from harness.gate import NAME as TASKS_HARNESS
+from harness.gate import tasks_harness
 from hcp.health import DependencyProbes
 from hcp.migrate import require_schema_at_head
 from hcp.references import RegistryReferences
@@ -58,6 +60,7 @@ from kernel.errors import Invalid, NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.datasets.members import ManifestIndex
 from trainer.gate.heldout import Gate
+from trainer.gate.rollout import register_harness
 from trainer.registry.aliases import Aliases
 from trainer.registry.ancestry import Ancestry
 from trainer.registry.approvals import Approvals
@@ -84,6 +87,10 @@ class Container:
     settings: Settings
     engine: Engine
     dispatch_to: Dispatcher | None = None  # instead of the mode's own (tests record sends)
+
+    def __post_init__(self) -> None:
+        # The gate's "tasks" rollout harness lives above the trainer: wired here.
+        register_harness(TASKS_HARNESS, tasks_harness)
 
     # --- the log and contracts ---------------------------------------------------------
 

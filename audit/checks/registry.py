@@ -95,6 +95,7 @@ def check_base_models(findings: Findings, rows: list[Row], events: list[Recorded
         findings.differ(row["name"], f"base_model.registered at position {event.position}", {
             "path": (row["path"], p["path"]), "weights_sha256": (row["weights_sha256"], p["weights_sha256"]),
             "config": (row["config"], p["config"]),
+            "source": (row.get("source"), p.get("source")),
             "registered_by": (row["registered_by"], event.metadata.actor),
             "registered_at": (row["registered_at"], event.recorded_at),
             "event_position": (row["event_position"], event.position)})

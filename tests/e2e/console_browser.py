@@ -9,7 +9,6 @@ HCP_TEST_REQUIRE_SERVICES=1 (CI), where that is a failure.
 
 from __future__ import annotations
 
-import io
 import os
 import socket
 import tempfile
@@ -110,27 +109,18 @@ def demo_data(container: Any, sessions: int) -> dict[str, Any]:
     Only ``coding`` is trained, with few steps, so the data is made in well under a minute.
     A further draft waits for its dry run.
     """
-    from rich.console import Console
 
-    from cli.demo_run import (
-        ACTOR,
-        EXAMPLE_CONTRACT,
-        ensure_base_model,
-        ensure_published,
-        quiet_libraries,
-        record_traffic,
-        score,
-    )
+    from cli.demo import quiet_libraries
 
     quiet_libraries()
-    quiet = Console(file=io.StringIO(), width=120)
     contracts = container.contracts
-    ensure_base_model(container, container.settings.data_dir, quiet)
+    _tiny_base_model(container)
     document = EXAMPLE_CONTRACT.read_text().replace(
         "[training.triggers.coding]\n", "[training.triggers.coding]\nhyper = { steps = 6 }\n")
-    ensure_published(contracts, document, quiet)
-    record_traffic(container, sessions, 1, 0.6, {}, quiet)
-    score(container, quiet)
+    draft = contracts.create_draft("default", document, ACTOR)
+    contracts.publish("default", draft.version, ACTOR)
+    record_traffic(container, sessions, 1, {})
+    score(container)
     root = _train(container, parent="root")
     container.registry.set_status(root, "promoted", ACTOR, "reviewed the gate report; promoting by hand",
                                   alias="production")
@@ -138,8 +128,8 @@ def demo_data(container: Any, sessions: int) -> dict[str, Any]:
     contracts.edit_draft("default", draft.version, draft.document.replace(
         'id = "brevity"\nweight = 1.0', 'id = "brevity"\nweight = 3.0'), ACTOR)
     contracts.publish("default", draft.version, ACTOR)
-    record_traffic(container, sessions, 2, 0.7, {"coding": root}, quiet)
-    score(container, quiet)
+    record_traffic(container, sessions, 2, {"coding": root})
+    score(container)
     successor = container.registry.adapter(_train(container, parent=root))
     assert successor.metrics["gate"].get("comparison"), "too few sessions for a held-out split"
     waiting = contracts.draft_from("default", draft.version, ACTOR)
@@ -152,6 +142,32 @@ def demo_data(container: Any, sessions: int) -> dict[str, Any]:
                                                    "events:read", "audit:read"], "auditor"),
                  "viewer": container.keys.create(["registry:read"], "viewer")},
     }
+
+
+ACTOR = "user:demo"
+EXAMPLE_CONTRACT = Path(__file__).parents[2] / "examples" / "contracts" / "default.toml"
+
+
+def _tiny_base_model(container: Any) -> None:
+    from trainer.ml.tiny_model import build_tiny_base_model
+
+    if not any(b.name == "hcp-tiny" for b in container.registry.base_models()):
+        path = build_tiny_base_model(container.settings.resolved_models_dir / "hcp-tiny", seed=0)
+        container.registry.register_base_model("hcp-tiny", path, ACTOR)
+
+
+def record_traffic(container: Any, sessions: int, seed: int, adapters: dict[str, str]) -> None:
+    """Canned sessions (harness.synthetic) through the ingest path."""
+    from events.ingest import Author, IngestLimits, ingest
+    from harness.synthetic import synthetic_sessions
+
+    limits = IngestLimits(container.settings.max_batch_events, container.settings.max_payload_bytes)
+    for session in synthetic_sessions(sessions, seed, adapters):
+        ingest(container.store, session, limits, Author("harness:synthetic"), container.references)
+
+
+def score(container: Any) -> None:
+    container.evaluator(group="demo").drain(timeout=600)
 
 
 def _train(container: Any, parent: str) -> str:

@@ -48,7 +48,7 @@ def metrics(delta: float) -> dict[str, Any]:
 
 def record(container: Container, sessions: int, seed: int, adapters: dict[str, str]) -> None:
     limits = IngestLimits(500, 262_144)
-    for session in synthetic_sessions(sessions, seed, 0.6, adapters):
+    for session in synthetic_sessions(sessions, seed, adapters):
         ingest(container.store, session, limits, Author("harness:console-test"))
     container.evaluator(group="console-test").drain(timeout=120)
 

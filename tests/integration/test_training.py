@@ -158,8 +158,11 @@ def test_the_rollout_gate_judges_generated_answers_with_the_contract(parts, roll
     assert (ours["mean_reward"], ours["n"], ours["errors"]) == (1.0, 3, 0)
     assert (theirs["mean_reward"], theirs["n"], theirs["errors"]) == (0.0, 3, 3)
     assert "criterion:quality" in theirs["error_samples"][0]
+    interval = {"mean": 1.0, "low": 1.0, "high": 1.0, "level": 0.95, "n": 3, "resamples": 10_000,
+                "seed": 0}  # paired statistics are recorded whatever test decides
     assert gate["comparison"]["rollout_reward"] == {"successor": 1.0, "parent": 0.0, "delta": 1.0,
-                                                    "required": 0.0, "ok": True}
+                                                    "required": 0.0, "ok": True, "interval": interval}
+    assert gate["test"] == "margin" and gate["samples"] == 3 and gate["sign_test"]["wins"] == 3
     # the latest 3 held-out subjects have 2 distinct prompts: each model answers each once
     assert [len(prompts) for _, prompts in asked] == [2, 2] and asked[0][1] == asked[1][1]
     assert gate["successor"]["rollout_reward"] == 1.0 and "heldout_margin" in gate["offline"]["comparison"]

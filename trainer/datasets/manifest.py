@@ -8,7 +8,16 @@ rebuilt content hash differs from the stored one (an erased payload, say).
 
 Example extraction: the response is the subject's last assistant text, the prompt is
 the transcript before it (user turns, earlier answers, tool calls and results) ending
-with ``Assistant: ``; the reward is the record's score under its contract version.
+with ``Assistant: ``; the reward is the record's score under its contract version. When
+the harness recorded what the model was given (a ``context`` list of chat messages in
+the first ``turn.user`` payload: system message, example exchanges), the example also
+carries ``messages``: that context and the subject's user and assistant turns before the
+response, which the trainer renders with the model's chat template exactly as it was
+served (``trainer.ml.prompts``).
+
+The manifest holds every rewarded subject, so several answers to the same prompt (a
+harness that samples k answers per task) are all there; which of them train is the run's
+``selection`` hyper-parameter (best of k, best and worst, or all: ``trainer.ml.data``).
 """
 
 from __future__ import annotations
@@ -16,12 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from contract.subject import Subject
 from kernel.canonical import canonical_sha256
-from trainer.ml.data import TrainingExample
+from trainer.ml.data import Message, TrainingExample, example_json
 
 TRAIN, HELD_OUT = "train", "held_out"
 
@@ -68,10 +77,11 @@ class ManifestExample:
     response: str
     reward: float
     components: dict[str, float] = field(default_factory=dict)
+    messages: tuple[Message, ...] | None = None  # what the model was served, when recorded
 
     def training_example(self) -> TrainingExample:
         return TrainingExample(prompt=self.prompt, response=self.response, reward=self.reward,
-                               weight=1.0, subject_id=self.subject_id)
+                               weight=1.0, subject_id=self.subject_id, messages=self.messages)
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,8 @@ def assemble(
     examples: list[ManifestExample] = []
     used: list[RewardRow] = []
     for row in rewards:
-        pair = extract_pair([events[e] for e in row.event_ids if e in events])
+        found = [events[e] for e in row.event_ids if e in events]
+        pair = extract_pair(found)
         if pair is None or row.score is None:
             continue
         used.append(row)
@@ -140,6 +151,7 @@ def assemble(
             reward_id=row.reward_id, subject_id=row.subject_id, split=row.split,
             prompt=pair[0], response=pair[1], reward=float(row.score),
             components={k: float(v) for k, v in sorted(row.components.items())},
+            messages=extract_messages(found),
         ))
     versions = sorted({(r.contract_name, r.contract_version, r.contract_hash) for r in used})
     return Manifest(
@@ -157,7 +169,7 @@ def examples_digest(examples: Iterable[ManifestExample]) -> str:
     """sha256 over the examples' canonical JSON, one line each, in manifest order."""
     h = hashlib.sha256()
     for ex in examples:
-        h.update(json.dumps(asdict(ex), sort_keys=True, ensure_ascii=False).encode())
+        h.update(example_json(ex).encode())  # without ``messages`` when there are none
         h.update(b"\n")
     return h.hexdigest()
 
@@ -179,6 +191,27 @@ def extract_pair(events: Sequence[EventView]) -> tuple[str, str] | None:
     if prompt is None or not response:
         return None
     return prompt, response
+
+
+def extract_messages(events: Sequence[EventView]) -> tuple[Message, ...] | None:
+    """The chat messages before the last assistant answer, when the first user turn
+    recorded its ``context`` (else None: the transcript prompt is all there is)."""
+    ordered = sorted(events, key=lambda e: e.position)
+    turns = [e for e in ordered if e.type in ("turn.user", "turn.assistant")]
+    last = max((i for i, e in enumerate(turns) if e.type == "turn.assistant"), default=None)
+    if last is None or not turns or turns[0].type != "turn.user":
+        return None
+    context = turns[0].payload.get("context")
+    if not isinstance(context, list) or not all(_is_message(m) for m in context):
+        return None
+    said = [("user" if e.type == "turn.user" else "assistant", str(e.payload.get("text", "")))
+            for e in turns[:last]]
+    return tuple((str(m["role"]), str(m["content"])) for m in context) + tuple(said)
+
+
+def _is_message(value: Any) -> bool:
+    return (isinstance(value, Mapping) and value.get("role") in ("system", "user", "assistant")
+            and isinstance(value.get("content"), str))
 
 
 def _transcript_line(event: EventView) -> str | None:

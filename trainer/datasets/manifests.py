@@ -23,6 +23,7 @@ from events.store import EventStore
 from kernel.clock import utcnow
 from kernel.errors import Conflict, NotFound
 from trainer.datasets.manifest import (
+    HELD_OUT,
     EventView,
     JudgedSubject,
     Manifest,
@@ -43,13 +44,17 @@ class Manifests:
 
     def freeze_in(self, conn: Connection, specialist: str, contract: str | None,
                   cut_from: int, cut_to: int) -> tuple[str, Manifest]:
-        """The manifest of the eligible rewards in (cut_from, cut_to], stored once by
-        content hash inside ``conn``'s transaction.
+        """The manifest of the eligible rewards in (cut_from, cut_to], and of every held-out
+        one up to ``cut_to`` (the gate compares on the whole held-out set, however little
+        new data a run trains on), stored once by content hash inside ``conn``'s transaction.
 
         Raises:
             Conflict: no reward in the range yields a training example.
         """
         records = self.rewards.eligible(specialist, contract, cut_from, cut_to, conn)
+        if cut_from > 0:
+            records = self.rewards.eligible(specialist, contract, 0, cut_from, conn,
+                                            split=HELD_OUT) + records
         rewards = select_rewards(_row(r) for r in records)
         manifest = assemble(specialist, cut_from, cut_to, rewards, self._events(rewards, conn))
         if not manifest.examples:

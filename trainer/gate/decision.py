@@ -4,10 +4,13 @@
 must beat the parent's by more than the policy's margin (a tie never promotes: a
 successor must be measurably better, not merely no worse), both must be measured on the
 same held-out set, and each gated criterion's margin may drop at most its tolerance.
-``judge_rollouts`` is the same decision for the rollout metric (mean contract reward of
-generated answers). A contract names a tolerance per criterion (``"*"`` for the rest; a
-criterion it does not name is not gated). A criterion the parent could not be measured
-on (no pair of different scores in the held-out set) cannot regress and says so.
+``judge_rollouts`` is the decision for the rollout metric (contract reward of generated
+answers), by the policy's ``test``: the mean beats the parent's by more than the margin,
+or, with per-case rewards, the paired bootstrap interval lies above the margin, or the
+exact sign test favours the successor (``gate.stats``). A contract names a tolerance
+per criterion (``"*"`` for the rest; a criterion it does not name is not gated). A
+criterion the parent could not be measured on (no pair of different scores in the
+held-out set) cannot regress and says so.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from trainer.gate.policy import GatePolicy
 from trainer.gate.rollout import RolloutMetrics
+from trainer.gate.stats import paired_bootstrap, sign_test
 from trainer.ml.metrics import GateMetrics
 
 
@@ -50,26 +54,65 @@ def judge(successor: GateMetrics, parent: GateMetrics, policy: GatePolicy) -> di
 
 def judge_rollouts(successor: RolloutMetrics, parent: RolloutMetrics,
                    policy: GatePolicy) -> dict[str, Any]:
-    """{"promote", "reason", "comparison"} on the rollout reward (errors score 0)."""
+    """{"promote", "reason", "comparison", "test", "interval", "samples", "seed", ...} on the
+    rollout reward (errors score 0). The paired bootstrap interval and the sign test are
+    computed whenever both sides have per-case rewards on the same cases, and recorded;
+    ``policy.test`` says which decides. A tie, or an interval that reaches the margin,
+    never promotes."""
     delta = successor.mean_reward - parent.mean_reward
-    margin_ok = successor.n == parent.n > 0 and delta > policy.margin
-    failures = [] if margin_ok else [
-        f"rollout reward {successor.mean_reward:.4f} is not more than {policy.margin} above "
-        f"the parent's {parent.mean_reward:.4f}"]
+    paired = bool(successor.rewards) and successor.cases == parent.cases \
+        and len(successor.rewards) == len(parent.rewards)
+    stats = _paired_stats(successor, parent, policy) if paired else {}
+    ok, why = _decides(policy, successor.mean_reward, parent.mean_reward, stats,
+                       successor.n == parent.n > 0)
     criteria, criterion_failures = _criteria(successor.per_criterion, parent.per_criterion, policy)
     comparison = {
         "rollout_reward": {"successor": successor.mean_reward, "parent": parent.mean_reward,
-                           "delta": delta, "required": policy.margin, "ok": margin_ok},
+                           "delta": delta, "required": policy.margin, "ok": ok,
+                           "interval": stats.get("interval")},
         "n_rollouts": successor.n, "errors": {"successor": successor.errors, "parent": parent.errors},
         "criteria": criteria, "tolerances": dict(policy.regression_tolerance),
     }
-    failures += criterion_failures
+    record = {"comparison": comparison, "test": policy.test, **stats}
+    failures = ([] if ok else [why]) + criterion_failures
     if failures:
-        return {"promote": False, "reason": "; ".join(failures), "comparison": comparison}
-    return {"promote": True, "comparison": comparison,
-            "reason": f"rollout reward {successor.mean_reward:.4f} vs parent {parent.mean_reward:.4f} "
-                      f"(+{delta:.4f} > {policy.margin}) over {successor.n} held-out prompts; "
-                      "no gated criterion regressed"}
+        return {"promote": False, "reason": "; ".join(failures), **record}
+    return {"promote": True, **record,
+            "reason": f"{why} over {successor.n} held-out prompts; no gated criterion regressed"}
+
+
+def _paired_stats(successor: RolloutMetrics, parent: RolloutMetrics,
+                  policy: GatePolicy) -> dict[str, Any]:
+    interval = paired_bootstrap(successor.rewards, parent.rewards, level=policy.confidence,
+                                resamples=policy.resamples, seed=policy.seed)
+    sign = sign_test(successor.rewards, parent.rewards)
+    return {"interval": interval.to_dict(), "samples": interval.n, "seed": policy.seed,
+            "sign_test": sign.to_dict()}
+
+
+def _decides(policy: GatePolicy, ours: float, theirs: float, stats: dict[str, Any],
+             same_n: bool) -> tuple[bool, str]:
+    """(passes, why) under the policy's test."""
+    delta = ours - theirs
+    mean = f"rollout reward {ours:.4f} vs parent {theirs:.4f}"
+    if policy.test == "margin":
+        ok = same_n and delta > policy.margin
+        return ok, (f"{mean} (+{delta:.4f} > {policy.margin})" if ok else
+                    f"rollout reward {ours:.4f} is not more than {policy.margin} above the "
+                    f"parent's {theirs:.4f}")
+    if not stats:
+        return False, f"{policy.test} test needs per-case rewards on the same cases for both models"
+    if policy.test == "bootstrap":
+        interval = stats["interval"]
+        ok = interval["low"] > policy.margin
+        return ok, (f"{mean}, {interval['level']:.0%} paired bootstrap interval "
+                    f"[{interval['low']:+.4f}, {interval['high']:+.4f}] "
+                    f"{'lies above' if ok else 'does not lie above'} {policy.margin}")
+    sign = stats["sign_test"]
+    ok = (sign["wins"] > sign["losses"] and sign["p_value"] < 1 - policy.confidence
+          and delta > policy.margin)
+    return ok, (f"{mean}, sign test {sign['wins']} wins / {sign['losses']} losses, "
+                f"p={sign['p_value']:.3g} {'<' if ok else 'not <'} {1 - policy.confidence:.3g}")
 
 
 def _criteria(successor: dict[str, float], parent: dict[str, float],

@@ -9,8 +9,11 @@ The parent is the parent adapter, or the bare base model for a root version. The
 - ``rollout``: both models answer the prompts of the latest ``rollout_prompts`` held-out
   subjects (greedy, with the registered ``rollout_harness``), the contract version that
   scored each subject judges it again with the answer in its place (``gate.rollout``),
-  and ``decision.judge_rollouts`` compares the mean rewards and the criteria's means. The
-  offline metric is measured too and recorded beside it, not gated.
+  and ``decision.judge_rollouts`` compares them by the policy's ``test`` (mean, paired
+  bootstrap interval or sign test) and checks the criteria's means. The parent's answers
+  are reused from its own gate record when they answer exactly the same cases
+  (``reusable``). Unless the policy turns it off (``offline_beside``), the offline metric
+  is measured too and recorded beside it, not gated.
 
 The returned record goes into ``metrics.gate`` whether the successor passes or not.
 """
@@ -43,6 +46,9 @@ class GateInputs:
     max_len: int
     device: str | None
     cases: list[rollout.RolloutCase]  # from ``Gate.prepare``; empty for the offline metric
+    precision: str = "auto"  # of the base's weights, as it trained (and as the harness serves)
+    parent_gate: dict[str, Any] | None = None  # the parent's own gate record, if any
+    parent_ref: str | None = None  # which version the parent is (e.g. coding@2)
 
 
 class Gate:
@@ -68,14 +74,16 @@ class Gate:
         if not held_out:
             return {"promote": False, "reason": "no held-out examples to compare on",
                     "comparison": {}, "metric": policy.metric}
+        record = {"metric": policy.metric, "parent_is_base": inputs.parent_dir is None,
+                  "held_out": len(held_out)}
+        if policy.metric == "rollout" and not policy.offline_beside:
+            return {**_rollout_gate(inputs, policy, None, None), **record}
         examples = [ex.training_example() for ex in held_out]
         names = set.intersection(*(set(ex.components) for ex in held_out))
         criteria = {n: [ex.components[n] for ex in held_out] for n in sorted(names)}
         successor, parent = (heldout_metric(inputs.base_dir, adapter, examples, criteria=criteria,
                                             max_len=inputs.max_len, device=inputs.device)
                              for adapter in (inputs.successor_dir, inputs.parent_dir))
-        record = {"metric": policy.metric, "parent_is_base": inputs.parent_dir is None,
-                  "held_out": len(held_out)}
         if policy.metric == "offline":
             return {**judge(successor, parent, policy), **record,
                     "successor": successor.to_dict(), "parent": parent.to_dict()}
@@ -112,26 +120,58 @@ class Gate:
             raise Invalid(f"rollout gate: contract {name}@{version} cannot judge answers: {exc}") from exc
 
 
-def _rollout_gate(inputs: GateInputs, policy: GatePolicy, successor: GateMetrics,
-                  parent: GateMetrics) -> dict[str, Any]:
-    ours, theirs = (_rollouts(inputs, adapter, policy)
-                    for adapter in (inputs.successor_dir, inputs.parent_dir))
+def _rollout_gate(inputs: GateInputs, policy: GatePolicy, successor: GateMetrics | None,
+                  parent: GateMetrics | None) -> dict[str, Any]:
+    ours = _rollouts(inputs, inputs.successor_dir, policy)
+    theirs = _rollouts(inputs, inputs.parent_dir, policy, reusable(inputs, policy))
     logged = [ex.reward for ex in rollout.latest(inputs.held_out, policy.rollout_prompts)]
     return {
         **judge_rollouts(ours, theirs, policy),
-        "successor": replace(successor, rollout_reward=ours.mean_reward, n_rollouts=ours.n).to_dict(),
-        "parent": replace(parent, rollout_reward=theirs.mean_reward, n_rollouts=theirs.n).to_dict(),
+        "successor": _side(successor, ours), "parent": _side(parent, theirs),
         "rollouts": {"successor": ours.to_dict(), "parent": theirs.to_dict(),
                      "harness": policy.rollout_harness,
                      "max_new_tokens": policy.rollout_max_new_tokens,
+                     "precision": inputs.precision,
                      # what the logged answers were rewarded, for scale
                      "logged_mean_reward": sum(logged) / len(logged)},
-        "offline": judge(successor, parent, policy),  # recorded, not gated
+        # recorded, not gated (and only when the policy asks for it: it costs a pass over
+        # the held-out examples with each model)
+        "offline": judge(successor, parent, policy) if successor and parent else None,
     }
 
 
-def _rollouts(inputs: GateInputs, adapter: Path | None,
-              policy: GatePolicy) -> rollout.RolloutMetrics:
+def _side(offline: GateMetrics | None, measured: rollout.RolloutMetrics) -> dict[str, Any]:
+    if offline is None:
+        return {"rollout_reward": measured.mean_reward, "n_rollouts": measured.n}
+    return replace(offline, rollout_reward=measured.mean_reward, n_rollouts=measured.n).to_dict()
+
+
+def reusable(inputs: GateInputs, policy: GatePolicy) -> tuple[list[str], str] | None:
+    """The parent's answers from its own gate, when they answer exactly these cases.
+
+    Greedy decoding with the same weights, harness, token limit, precision and cases in
+    the same order gives the same answers, so the parent need not generate them again;
+    they are judged again (checks and contract), since the contract may have changed.
+    """
+    record = inputs.parent_gate or {}
+    rollouts = record.get("rollouts") or {}
+    mine = rollouts.get("successor") or {}
+    same = (rollouts.get("harness") == policy.rollout_harness
+            and rollouts.get("max_new_tokens") == policy.rollout_max_new_tokens
+            and rollouts.get("precision", "auto") == inputs.precision
+            and list(mine.get("cases") or []) == [c.subject.id for c in inputs.cases]
+            and len(mine.get("answers") or []) == len(inputs.cases))
+    if not same or inputs.parent_dir is None:
+        return None
+    return list(mine["answers"]), f"the gate record of {inputs.parent_ref or 'the parent'}"
+
+
+def _rollouts(inputs: GateInputs, adapter: Path | None, policy: GatePolicy,
+              reuse: tuple[list[str], str] | None = None) -> rollout.RolloutMetrics:
     target = rollout.RolloutTarget(inputs.base_dir, adapter, policy.rollout_max_new_tokens,
-                                   max_prompt_tokens=inputs.max_len, device=inputs.device)
-    return rollout.measure(rollout.make_harness(policy.rollout_harness, target), inputs.cases)
+                                   max_prompt_tokens=inputs.max_len, device=inputs.device,
+                                   precision=inputs.precision)
+    harness = rollout.make_harness(policy.rollout_harness, target)
+    if reuse is not None:
+        return rollout.measure(harness, inputs.cases, texts=reuse[0], reused_from=reuse[1])
+    return rollout.measure(harness, inputs.cases)

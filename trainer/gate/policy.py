@@ -29,6 +29,16 @@ class GatePolicy(BaseModel):
     rollout_max_new_tokens: int = Field(24, ge=1, le=1024, description="Tokens generated per prompt")
     rollout_prompts: int = Field(32, ge=1, le=1024,
                                  description="At most this many held-out subjects (the latest)")
+    test: Literal["margin", "bootstrap", "sign"] = Field(
+        "margin", description="rollout only. margin: the mean reward must beat the parent's by "
+        "more than `margin`; bootstrap: the paired bootstrap interval of the difference must lie "
+        "above `margin`; sign: the exact sign test (McNemar's for pass/fail) must favour the "
+        "successor at `confidence`, and the mean beat the parent's by more than `margin`")
+    confidence: float = Field(0.95, gt=0.5, lt=1.0, description="Level of the interval / test")
+    resamples: int = Field(10_000, ge=100, le=100_000, description="Bootstrap resamples")
+    seed: int = Field(0, ge=0, description="Seed of the bootstrap's resampling")
+    offline_beside: bool = Field(True, description="rollout only: also measure and record the "
+                                 "offline metric (a pass over the held-out set with each model)")
 
     def tolerance_for(self, criterion: str) -> float | None:
         return self.regression_tolerance.get(criterion, self.regression_tolerance.get("*"))

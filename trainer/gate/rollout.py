@@ -7,25 +7,30 @@ uses (``rollout_harness``, default ``"text"``: greedy generation with base + ada
 A held-out subject is judged again with a generated answer in place of the logged one:
 its events are kept, the text of its LAST ``turn.assistant`` is replaced, and the
 contract version that made its reward evaluates it (``build_input`` +
-``evaluate_subject``). Everything else in the subject (tool calls, feedback, the outcome)
-is what happened to the logged answer, so a criterion that reads only those gives every
-model the same value: only criteria that read the answer's text can tell models apart.
-An evaluation without a score (an expression error, or the contract no longer applies
-to the changed subject) scores 0 and is counted in ``errors``.
+``evaluate_subject``). With the ``"text"`` harness everything else in the subject (tool
+calls, check results, feedback, the outcome) is what happened to the logged answer, so a
+criterion that reads only those gives every model the same value. A harness that also
+``respond``s (``AnsweringHarness``, e.g. the task harness the composition root registers
+as ``"tasks"``) returns the events its answer produces (the tool call it made and its
+result, the check of what it wrote), and those replace the logged ones of the last turn:
+then the contract judges what each model really did. An evaluation without a score (an
+expression error, or the contract no longer applies to the changed subject) scores 0 and
+is counted in ``errors``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from contract.evaluate import CompiledContract, Evaluation, evaluate_subject
 from contract.inputs import build_input
 from contract.subject import Subject
-from contract.vocabulary import TURN_ASSISTANT
+from contract.vocabulary import TURN_ASSISTANT, TURN_USER
 from kernel.errors import Invalid
 from trainer.datasets.manifest import ManifestExample
 from trainer.ml.metrics import RolloutHarness
@@ -42,6 +47,29 @@ class RolloutTarget:
     max_new_tokens: int
     max_prompt_tokens: int | None = None  # keep the end of longer prompts
     device: str | None = None
+    precision: str = "auto"  # of the base's weights (trainer.ml.load.base_dtype)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A generated answer and the events it produced besides ``turn.assistant``:
+    (type, payload) pairs, e.g. the tool call it made and its result, its check."""
+
+    text: str
+    events: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+
+@runtime_checkable
+class AnsweringHarness(Protocol):
+    """A rollout harness that also says what an answer did, for every case."""
+
+    replaces: frozenset[str]  # event types of the last turn its answers supersede
+
+    def answer_texts(self, cases: Sequence[RolloutCase]) -> list[str]:
+        """Greedy answers, one per case (the model's work)."""
+
+    def respond(self, cases: Sequence[RolloutCase], texts: Sequence[str]) -> list[Answer]:
+        """What each answer did (checks, tool calls): cheap, and the same every time."""
 
 
 HarnessFactory = Callable[[RolloutTarget], RolloutHarness]
@@ -96,18 +124,33 @@ def latest(held_out: Sequence[ManifestExample], limit: int) -> list[ManifestExam
     return list(held_out[-limit:]) if limit > 0 else []
 
 
-def with_response(subject: Subject, response: str) -> Subject:
-    """``subject`` with the text of its last assistant turn replaced by ``response``."""
-    index = max((i for i, e in enumerate(subject.events) if e.type == TURN_ASSISTANT), default=None)
+def with_response(subject: Subject, response: str | Answer,
+                  replaces: frozenset[str] = frozenset()) -> Subject:
+    """``subject`` with the text of its last assistant turn replaced by ``response``; an
+    ``Answer``'s events take the place of the last turn's events of a ``replaces`` type,
+    right after the answer."""
+    answer = response if isinstance(response, Answer) else Answer(response)
+    events = subject.events
+    index = max((i for i, e in enumerate(events) if e.type == TURN_ASSISTANT), default=None)
     if index is None:
         raise ValueError(f"subject {subject.id} has no assistant turn to replace")
-    event = subject.events[index]
-    changed = replace(event, payload={**event.payload, "text": response})
-    return replace(subject, events=(*subject.events[:index], changed, *subject.events[index + 1:]))
+    event = events[index]
+    changed = replace(event, payload={**event.payload, "text": answer.text})
+    turn = max((i for i, e in enumerate(events) if e.type == TURN_USER), default=0)
+    keep = [i != index and not (i > turn and e.type in replaces) for i, e in enumerate(events)]
+    kept = [e for e, k in zip(events, keep, strict=True) if k]
+    at = sum(keep[:index])  # the kept events that came before the answer
+    added = [replace(event, event_id=uuid.uuid5(event.event_id, f"{n}:{kind}"), type=kind,
+                     payload=payload) for n, (kind, payload) in enumerate(answer.events)]
+    ordered = [*kept[:at], changed, *added, *kept[at:]]
+    first = events[0].stream_seq
+    renumbered = tuple(replace(e, stream_seq=first + n) for n, e in enumerate(ordered))
+    return replace(subject, events=renumbered)
 
 
-def judge_response(case: RolloutCase, response: str) -> Evaluation:
-    subject = with_response(case.subject, response)
+def judge_response(case: RolloutCase, response: str | Answer,
+                   replaces: frozenset[str] = frozenset()) -> Evaluation:
+    subject = with_response(case.subject, response, replaces)
     return evaluate_subject(case.contract, build_input(subject, case.contract.document.harness))
 
 
@@ -119,30 +162,55 @@ class RolloutMetrics:
     per_criterion: dict[str, float]  # mean of each criterion every case's contract has
     error_samples: tuple[str, ...]
     responses_sha256: str  # which answers, in case order: equal digests, equal answers
+    # Per case, in case order: the reward (the gate's paired statistics need them), the
+    # subject judged and the answer text (so a later gate can reuse these answers).
+    rewards: tuple[float, ...] = ()
+    cases: tuple[str, ...] = ()
+    answers: tuple[str, ...] = field(default=(), repr=False)
+    reused_from: str | None = None  # the answers were generated for another gate record
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def measure(harness: RolloutHarness, cases: Sequence[RolloutCase]) -> RolloutMetrics:
-    """Each case's answer from ``harness``, judged by its contract, summarised."""
-    if not cases:
-        raise ValueError("no rollout cases")
+def generate(harness: RolloutHarness, cases: Sequence[RolloutCase]) -> list[str]:
+    """Each case's greedy answer (the expensive part)."""
+    if isinstance(harness, AnsweringHarness):
+        return harness.answer_texts(cases)
     # Greedy decoding answers a prompt the same way every time: generate once per prompt.
     prompts = list(dict.fromkeys(case.prompt for case in cases))
     answers = dict(zip(prompts, harness.generate(prompts), strict=True))
-    responses = [answers[case.prompt] for case in cases]
-    evaluations = [judge_response(c, r) for c, r in zip(cases, responses, strict=True)]
+    return [answers[case.prompt] for case in cases]
+
+
+def measure(harness: RolloutHarness, cases: Sequence[RolloutCase],
+            texts: Sequence[str] | None = None, reused_from: str | None = None) -> RolloutMetrics:
+    """Each case's answer from ``harness`` (or ``texts`` given), judged by its contract,
+    summarised."""
+    if not cases:
+        raise ValueError("no rollout cases")
+    responses = list(texts) if texts is not None else generate(harness, cases)
+    if isinstance(harness, AnsweringHarness):
+        answers: list[str | Answer] = list(harness.respond(cases, responses))
+        replaces = harness.replaces
+    else:
+        answers, replaces = list(responses), frozenset()
+    evaluations = [judge_response(c, a, replaces) for c, a in zip(cases, answers, strict=True)]
     names = set.intersection(*(set(case.contract.criteria) for case in cases))
     digest = hashlib.sha256("\x00".join(responses).encode()).hexdigest()
+    rewards = tuple(e.score or 0.0 for e in evaluations)
     return RolloutMetrics(
-        mean_reward=sum(e.score or 0.0 for e in evaluations) / len(evaluations),
+        mean_reward=sum(rewards) / len(rewards),
         n=len(evaluations),
         errors=sum(e.score is None for e in evaluations),
         per_criterion={name: sum(e.components.get(name, 0.0) for e in evaluations) / len(evaluations)
                        for name in sorted(names)},
         error_samples=_error_samples(evaluations),
         responses_sha256=digest,
+        rewards=rewards,
+        cases=tuple(c.subject.id for c in cases),
+        answers=tuple(responses),
+        reused_from=reused_from,
     )
 
 

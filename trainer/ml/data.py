@@ -12,6 +12,13 @@ response tokens of the next-token negative log-likelihood::
 Prompt and padding tokens carry no loss. ``HyperParams.objective = "dpo"`` trains on
 preference pairs instead (see ``preference_pairs`` and ``trainer.ml.preference``).
 
+Before either objective, ``HyperParams.selection`` may narrow the examples among the
+answers to the same prompt (several sessions served the same task: k samples):
+``best_of_k`` keeps the best ``keep_per_prompt`` distinct answers with reward >=
+``min_reward`` (rejection sampling), ``best_worst`` keeps the best such answer and the
+worst lower-rewarded one (one preference pair per prompt), ``all`` keeps everything.
+Ties go to the shorter answer, then to the text, so the choice is deterministic.
+
 Examples are put in a canonical order (by subject, prompt, response, reward, weight) so
 the result does not depend on the order a database query happened to return them in.
 """
@@ -24,10 +31,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from trainer.ml.prompts import prompt_ids as render
+
 if TYPE_CHECKING:
     import torch
 
 IGNORE_INDEX = -100  # the label value torch's cross-entropy skips
+
+
+Message = tuple[str, str]  # (role, content)
+SELECTIONS = ("all", "best_of_k", "best_worst")
 
 
 @dataclass(frozen=True)
@@ -37,22 +50,71 @@ class TrainingExample:
     reward: float
     weight: float
     subject_id: str
+    # The chat messages the model was served (see ``trainer.ml.prompts``); None for
+    # history that recorded only a transcript.
+    messages: tuple[Message, ...] | None = None
 
     def sort_key(self) -> tuple[str, str, str, float, float]:
         return (self.subject_id, self.prompt, self.response, self.reward, self.weight)
+
+    def prompt_key(self) -> tuple[str, tuple[Message, ...]]:
+        """What makes two examples answers to the same prompt."""
+        return self.prompt, self.messages or ()
+
+    def chat(self) -> list[dict[str, str]] | None:
+        return [{"role": r, "content": c} for r, c in self.messages] if self.messages else None
 
 
 def canonical_order(examples: Iterable[TrainingExample]) -> list[TrainingExample]:
     return sorted(examples, key=TrainingExample.sort_key)
 
 
+def example_json(example: Any) -> str:
+    """An example's canonical JSON line; ``messages`` only when present, so examples
+    recorded before messages existed keep their digests."""
+    data = asdict(example)
+    if data.get("messages") is None:
+        data.pop("messages", None)
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+
 def examples_sha256(examples: Iterable[TrainingExample]) -> str:
     """Digest of a set of examples, independent of the order they were given in."""
     h = hashlib.sha256()
     for ex in canonical_order(examples):
-        h.update(json.dumps(asdict(ex), sort_keys=True, ensure_ascii=False).encode())
+        h.update(example_json(ex).encode())
         h.update(b"\n")
     return h.hexdigest()
+
+
+def select_answers(examples: Iterable[TrainingExample], selection: str, keep_per_prompt: int,
+                   min_reward: float) -> list[TrainingExample]:
+    """The examples ``selection`` keeps (see the module docstring), in canonical order."""
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}")
+    ordered = canonical_order(examples)
+    if selection == "all":
+        return ordered
+    groups: dict[tuple[str, tuple[Message, ...]], list[TrainingExample]] = {}
+    for ex in ordered:
+        groups.setdefault(ex.prompt_key(), []).append(ex)
+    kept: list[TrainingExample] = []
+    for key in sorted(groups):
+        ranked = sorted(groups[key], key=lambda e: (-e.reward, len(e.response), e.response))
+        best = _distinct([e for e in ranked if e.reward >= min_reward], keep_per_prompt)
+        if selection == "best_of_k":
+            kept += best
+        elif best and ranked[-1].reward < best[0].reward:
+            kept += [best[0], ranked[-1]]
+    return canonical_order(kept)
+
+
+def _distinct(ranked: list[TrainingExample], limit: int) -> list[TrainingExample]:
+    out: list[TrainingExample] = []
+    for ex in ranked:
+        if len(out) < limit and all(ex.response != o.response for o in out):
+            out.append(ex)
+    return out
 
 
 def example_weight(example: TrainingExample, min_reward: float) -> float:
@@ -130,17 +192,18 @@ def _token_ids(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def encode_pair(tokenizer: Any, prompt: str, response: str, max_len: int) -> tuple[list[int], int]:
-    """Token ids of ``<bos> prompt response <eos>`` and where the response starts.
+def encode_pair(tokenizer: Any, prompt: str, response: str, max_len: int,
+                messages: Any = None) -> tuple[list[int], int]:
+    """Token ids of ``<bos> prompt response <eos>`` (the prompt rendered from ``messages``
+    when given: ``trainer.ml.prompts``) and where the response starts.
 
     Over ``max_len`` the prompt loses tokens from its start first (the end of a prompt is
     what the response answers), then the response from its end.
     """
     if max_len < 2:
         raise ValueError("max_len must be at least 2")
-    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-    prompt_ids = bos + _token_ids(tokenizer, prompt)
+    prompt_ids = render(tokenizer, prompt, messages)
     response_ids = (_token_ids(tokenizer, response) + eos)[: max_len - 1]
     keep = max_len - len(response_ids)
     prompt_ids = prompt_ids[-keep:] if prompt_ids else []
@@ -161,7 +224,7 @@ def encode_examples(
 
     if not examples:
         raise ValueError("no examples to encode")
-    rows = [encode_pair(tokenizer, ex.prompt, ex.response, max_len) for ex in examples]
+    rows = [encode_pair(tokenizer, ex.prompt, ex.response, max_len, ex.chat()) for ex in examples]
     width = max(len(ids) for ids, _ in rows)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     input_ids = torch.full((len(rows), width), pad, dtype=torch.long)

@@ -24,40 +24,26 @@ from trainer.ml.data import (
     TrainingExample,
     encode_examples,
     examples_sha256,
+    preference_pairs,
+    select_answers,
     select_weighted,
 )
 from trainer.ml.digest import weights_sha256
-from trainer.ml.load import autocast_for, load_base_model, load_tokenizer, resolve_device
-from trainer.ml.objective import batch_schedule, weighted_nll
+from trainer.ml.hyper import OBJECTIVES, HyperParams
+from trainer.ml.load import (
+    autocast_for,
+    base_dtype,
+    load_base_model,
+    load_tokenizer,
+    resolve_device,
+)
+from trainer.ml.objective import batch_schedule, sliced_weighted_nll
 from trainer.ml.preference import dpo_batches, dpo_step_loss
+
+__all__ = ["OBJECTIVES", "HyperParams", "TrainResult", "prepare_trainable_model", "train_successor"]
 
 OnStep = Callable[[int, int, float], None]  # (step starting at 1, total steps, loss)
 TRAINING_INFO_FILE = "hcp_training.json"
-OBJECTIVES = ("sft", "dpo")
-
-
-@dataclass(frozen=True)
-class HyperParams:
-    rank: int = 8
-    alpha: int = 16
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-    learning_rate: float = 1e-3
-    steps: int = 20
-    batch_size: int = 4
-    seed: int = 0
-    max_len: int = 256
-    min_reward: float = 0.0
-    weight_decay: float = 0.0
-    objective: str = "sft"  # "sft": reward-weighted SFT; "dpo": preference pairs
-    dpo_beta: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES or self.dpo_beta <= 0:
-            raise ValueError(f"objective must be one of {OBJECTIVES} and dpo_beta > 0")
-        if self.rank < 1 or self.alpha <= 0 or self.batch_size < 1 or self.max_len < 2:
-            raise ValueError("rank, alpha and batch_size must be positive and max_len >= 2")
-        if self.steps < 0 or self.learning_rate <= 0 or not self.target_modules:
-            raise ValueError("steps >= 0, learning_rate > 0 and target_modules are required")
 
 
 @dataclass(frozen=True)
@@ -118,7 +104,11 @@ def prepare_trainable_model(
     """
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    base = load_base_model(base_dir, device)
+    dtype = base_dtype(device, hyper.precision)
+    # Eager attention on a CPU in bf16: torch's CPU flash-attention backward in bf16 took a
+    # third of each step; sdpa stays the serving choice.
+    eager = device.type == "cpu" and dtype == torch.bfloat16
+    base = load_base_model(base_dir, device, hyper.precision, "eager" if eager else None)
     if parent_adapter_dir is not None:
         return PeftModel.from_pretrained(base, str(parent_adapter_dir), is_trainable=True)
     config = LoraConfig(
@@ -202,7 +192,7 @@ def train_successor(
         "examples_used": plan.examples_used,
     })
     return TrainResult(
-        adapter_dir=out, steps=hyper.steps, tokens_seen=plan.tokens,
+        adapter_dir=out, steps=len(plan.batches), tokens_seen=plan.tokens,
         tokens_per_s=plan.tokens / seconds if seconds > 0 else 0.0, train_seconds=seconds,
         examples_used=plan.examples_used, examples_dropped=len(examples) - plan.examples_used,
         device=str(dev), losses=tuple(losses), objective=hyper.objective,
@@ -224,30 +214,34 @@ def _plan(
     model: Any, tokenizer: Any, examples: Sequence[TrainingExample], hyper: HyperParams,
     device: torch.device,
 ) -> _Plan:
+    chosen = select_answers(examples, hyper.selection, hyper.keep_per_prompt, hyper.min_reward)
+    dtype = base_dtype(device, hyper.precision)
     if hyper.objective == "dpo":
+        steps = hyper.steps_for(len(preference_pairs(chosen, hyper.min_reward)))
         batches, pairs, used = dpo_batches(
-            model, tokenizer, examples, hyper.min_reward, hyper.max_len, hyper.batch_size,
-            hyper.steps, hyper.seed, device,
+            model, tokenizer, chosen, hyper.min_reward, hyper.max_len, hyper.batch_size,
+            steps, hyper.seed, device,
         )
         return _Plan("dpo", batches, lambda m, b: dpo_step_loss(m, b, device, hyper.dpo_beta),
                      sum(b.tokens for b in batches), used, pairs)
-    selected = select_weighted(examples, hyper.min_reward)
+    selected = select_weighted(chosen, hyper.min_reward)
     if not selected:
         raise ValueError(f"no example has reward >= min_reward ({hyper.min_reward})")
     data = encode_examples(
         tokenizer, [ex for ex, _ in selected], hyper.max_len, [w for _, w in selected]
     )
-    sft = [data.select(i) for i in batch_schedule(len(data), hyper.batch_size, hyper.steps,
-                                                  hyper.seed)]
-    return _Plan("reward_weighted_sft", sft, lambda m, b: _sft_loss(m, b, device),
+    steps = hyper.steps_for(len(data))
+    sft = [data.select(i) for i in batch_schedule(len(data), hyper.batch_size, steps, hyper.seed)]
+    return _Plan("reward_weighted_sft", sft, lambda m, b: _sft_loss(m, b, device, dtype),
                  sum(int(b.attention_mask.sum()) for b in sft), len(selected))
 
 
-def _sft_loss(model: Any, cpu_batch: EncodedExamples, device: torch.device) -> torch.Tensor:
+def _sft_loss(model: Any, cpu_batch: EncodedExamples, device: torch.device,
+              dtype: torch.dtype) -> torch.Tensor:
     batch = cpu_batch.to(device)
-    with autocast_for(device):
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-    return weighted_nll(logits, batch.labels, batch.weights)
+    with autocast_for(device, dtype):
+        return sliced_weighted_nll(model, batch.input_ids, batch.attention_mask, batch.labels,
+                                   batch.weights)
 
 
 def _optimise(
@@ -270,7 +264,7 @@ def _optimise(
         optimizer.zero_grad(set_to_none=True)
         step_losses.append(loss.detach())
         if on_step is not None:  # .item() waits for the GPU, so only when someone listens
-            on_step(step, hyper.steps, float(loss.item()))
+            on_step(step, len(plan.batches), float(loss.item()))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - started

@@ -55,7 +55,7 @@ def _reference_logps(
 ) -> torch.Tensor:
     out = []
     model.eval()
-    with torch.no_grad(), autocast_for(device):
+    with torch.no_grad(), autocast_for(device, model.dtype):
         for start in range(0, len(data), batch_size):
             rows = torch.arange(start, min(start + batch_size, len(data)))
             out.append(sequence_logps(model, data.select(rows).to(device)).float().cpu())
@@ -89,7 +89,7 @@ def dpo_batches(
 
 def dpo_step_loss(model: Any, batch: PairBatch, device: torch.device, beta: float) -> torch.Tensor:
     chosen, rejected = batch.chosen.to(device), batch.rejected.to(device)
-    with autocast_for(device):
+    with autocast_for(device, model.dtype):
         policy_chosen = sequence_logps(model, chosen)
         policy_rejected = sequence_logps(model, rejected)
     return dpo_loss(policy_chosen, policy_rejected, batch.ref_chosen.to(device),

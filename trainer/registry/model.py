@@ -30,6 +30,7 @@ class BaseModelEntry(JsonValue):
     config: dict[str, Any]
     registered_by: str
     registered_at: datetime
+    source: dict[str, Any] | None = None  # provenance: package, version, file sha256
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,11 @@ class Registry:
 
     # --- base models -------------------------------------------------------------
 
-    def register_base_model(self, name: str, path: str | Path, actor: str) -> BaseModelEntry:
-        """Record a local model directory by its weight hash; the same again is a no-op.
+    def register_base_model(self, name: str, path: str | Path, actor: str,
+                            source: dict[str, Any] | None = None) -> BaseModelEntry:
+        """Record a local model directory by its weight hash and (when known) its source,
+        e.g. the package, version and file sha256 it was converted from; the same weights
+        again are a no-op.
 
         Raises:
             BaseModelPathRefused: ``path`` resolves outside the models root.
@@ -96,11 +99,12 @@ class Registry:
                     raise Conflict(f"base model '{name}' is registered with other weights "
                                    f"({existing.weights_sha256[:12]}…); choose another name")
                 return base_from_row(existing)
+            described = {"source": source} if source is not None else {}
             event = record(self.store, conn, f"base_model:{name}", "base_model.registered", {
                 "name": name, "path": str(root), "weights_sha256": digest, "config": config,
-            }, actor)
+                **described}, actor)
             values = {"name": name, "path": str(root), "weights_sha256": digest,
-                      "config": config, "registered_by": actor,
+                      "config": config, "registered_by": actor, "source": source,
                       "registered_at": event.recorded_at, "event_position": event.position}
             conn.execute(base_models.insert().values(**values))
         return self.base_model(name)

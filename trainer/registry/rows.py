@@ -24,4 +24,5 @@ def adapter_from_row(row: Any, latest_status: str | None, refs: list[ContractRef
 def base_from_row(row: Any) -> BaseModelEntry:
     return BaseModelEntry(name=row.name, path=row.path, weights_sha256=row.weights_sha256,
                           config=row.config, registered_by=row.registered_by,
-                          registered_at=utc(row.registered_at))
+                          registered_at=utc(row.registered_at),
+                          source=getattr(row, "source", None))

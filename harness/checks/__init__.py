@@ -1,0 +1,63 @@
+"""Checks: what the model wrote, judged against a task's hidden ``check`` spec.
+
+Every check returns a ``CheckResult`` (``result.py``). The harness records it as an
+``x.check`` event beside the answer, which is what the contract's criteria read. The
+checks are pure functions of (spec, answer), except ``python_tests``, which runs the
+answer in the sandbox subprocess (``sandbox.py``); that is why they take a batch.
+
+Kinds: ``python_tests`` (coding: hidden unit tests), ``ui_spec`` (genui: JSON Schema and
+the components asked for), ``tool_call`` (agent: the allowlisted tool's JSON Schema and
+the arguments asked for), ``format_rules`` (chat: format and length rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.checks import formats, schemas
+from harness.checks.result import CheckResult, extract_block
+from harness.checks.sandbox import run_python_tests
+
+__all__ = ["CheckResult", "extract_block", "run_checks"]
+
+PURE_CHECKS = {
+    "ui_spec": schemas.check_ui_spec,
+    "tool_call": schemas.check_tool_call,
+    "format_rules": formats.check_format_rules,
+}
+KINDS = ("python_tests", *PURE_CHECKS)
+
+
+def run_checks(specs: Sequence[dict[str, Any]], answers: Sequence[str]) -> list[CheckResult]:
+    """One result per (spec, answer), in order; the code checks share one sandbox run.
+
+    Raises:
+        ValueError: a spec of an unknown kind.
+    """
+    unknown = sorted({s.get("kind", "?") for s in specs} - set(KINDS))
+    if unknown:
+        raise ValueError(f"unknown check kind(s) {unknown} (known: {', '.join(KINDS)})")
+    results: dict[int, CheckResult] = {}
+    code = [i for i, s in enumerate(specs) if s["kind"] == "python_tests"]
+    jobs = [{"code": extract_block(answers[i]), "entry": specs[i]["entry"],
+             "tests": specs[i]["tests"]} for i in code]
+    for i, raw in zip(code, run_python_tests(jobs), strict=True):
+        results[i] = _code_result(raw, len(specs[i]["tests"]))
+    for i, spec in enumerate(specs):
+        if i not in results:
+            results[i] = PURE_CHECKS[spec["kind"]](spec, answers[i])
+    return [results[i] for i in range(len(specs))]
+
+
+def _code_result(raw: dict[str, Any], n_tests: int) -> CheckResult:
+    passed = sum(raw["results"])
+    scores = {
+        "compiled": float(bool(raw["compiled"])),
+        "defined": float(bool(raw["defined"])),
+        "tests_passed": passed / n_tests,
+        "timed_out": float(raw["error"] == "timeout"),
+    }
+    ok = bool(raw["defined"]) and passed == n_tests
+    detail = "" if ok else str(raw["error"] or "wrong output")
+    return CheckResult("python_tests", ok, scores["tests_passed"], scores, detail)

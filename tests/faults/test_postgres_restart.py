@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import func, select, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from evaluators.tables import reward_records
@@ -45,44 +47,33 @@ def append_retrying(store: SqlEventStore, batch: list[NewEvent], timeout: float 
     wait_for(attempt, timeout, "the database to take the batch", every=0.2)
 
 
-def test_a_copy_on_a_dropped_connection_raises_dbapi_error_and_drops_it(private_database: str) -> None:
+def copy_one_row(conn: Connection) -> None:
+    insert_rows(conn, events, [{c.name: None for c in events.columns}], json_columns=("payload",))
+
+
+def insert_one_row(conn: Connection) -> None:
+    insert_few(conn, "events", ["position"], [(1,)])
+
+
+@pytest.mark.parametrize(("write", "statement"), [(copy_one_row, "COPY events"),
+                                                  (insert_one_row, "INSERT INTO events")])
+def test_a_store_write_on_a_dropped_connection_raises_dbapi_error_and_drops_it(
+        private_database: str, write: Callable[[Connection], None], statement: str) -> None:
+    """Both of the store's write paths on the raw driver connection (the COPY, and one
+    INSERT for a few rows) must raise SQLAlchemy's error, which the evaluator's loop
+    retries, and invalidate the connection they found dead."""
     engine = make_engine(private_database)
     killer = make_engine(private_database, isolation_level="AUTOCOMMIT")
-    row = {c.name: None for c in events.columns}
     conn = engine.connect()
     conn.begin()
     pid = conn.execute(text("SELECT pg_backend_pid()")).scalar()
     with killer.connect() as other:
         other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-    # The COPY itself (the raw driver connection) must raise SQLAlchemy's error, which
-    # the evaluator's loop retries, and invalidate the connection it found dead.
     with pytest.raises(DBAPIError) as raised:
-        insert_rows(conn, events, [row], json_columns=("payload",))
-    assert raised.value.connection_invalidated and "COPY events" in str(raised.value)
+        write(conn)
+    assert raised.value.connection_invalidated and statement in str(raised.value)
     conn.close()
     store = SqlEventStore(engine)  # the pool hands out a live connection next
-    store.append(conversation())
-    assert store.head() == 5
-    killer.dispose()
-    engine.dispose()
-
-
-def test_a_few_rows_insert_on_a_dropped_connection_raises_dbapi_error_and_drops_it(
-        private_database: str) -> None:
-    engine = make_engine(private_database)
-    killer = make_engine(private_database, isolation_level="AUTOCOMMIT")
-    conn = engine.connect()
-    conn.begin()
-    pid = conn.execute(text("SELECT pg_backend_pid()")).scalar()
-    with killer.connect() as other:
-        other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-    # The small-batch path of the store (one INSERT on the raw driver connection) must
-    # fail as the COPY does: SQLAlchemy's error, the dead connection invalidated.
-    with pytest.raises(DBAPIError) as raised:
-        insert_few(conn, "events", ["position"], [(1,)])
-    assert raised.value.connection_invalidated and "INSERT INTO events" in str(raised.value)
-    conn.close()
-    store = SqlEventStore(engine)
     store.append(conversation())
     assert store.head() == 5
     killer.dispose()

@@ -14,10 +14,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("base_models") as batch:
-        batch.add_column(sa.Column("source", sa.JSON(), nullable=True))
+    op.add_column("base_models", sa.Column("source", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("base_models") as batch:
-        batch.drop_column("source")
+    # ALTER TABLE … DROP COLUMN (SQLite >= 3.35 too), not a batch copy: copying base_models
+    # would drop a table adapter versions refer to, and its append-only triggers with it.
+    op.drop_column("base_models", "source")

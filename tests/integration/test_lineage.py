@@ -35,7 +35,9 @@ def test_upstream_lists_every_ancestor_with_what_made_it(parts, history):
     assert successor.trigger.policy == "count" and root.trigger.policy == "manual"
     assert root.trigger.fired_by == "alice" and root.trigger.reason == "first version"
     assert (root.manifest.reward_count, root.manifest.split) == (12, {"train": 8, "held_out": 4})
-    assert (successor.manifest.reward_count, successor.manifest.split) == (5, {"train": 4, "held_out": 1})
+    # A successor trains on what came since its parent, but is gated on the whole held-out
+    # set up to its cut (its 1 new held-out reward and the root's 4).
+    assert (successor.manifest.reward_count, successor.manifest.split) == (9, {"train": 4, "held_out": 5})
     assert successor.manifest.cut_from == root.manifest.cut_to == 12
     assert [(c.name, c.version, c.content_hash) for c in successor.contract_versions] == [
         ("default", 1, history.contract_hash)]
@@ -109,7 +111,7 @@ def test_a_session_a_tenant_and_a_contract_version_downstream(parts, history):
     assert version.rewards.count == 17 and len(version.rewards.items) == 3
     assert version.rewards.next_after == version.rewards.items[-1].position
     assert {(m.manifest_id, m.members) for m in version.manifests} == {
-        (history.root.manifest_id, 12), (history.successor.manifest_id, 5)}
+        (history.root.manifest_id, 12), (history.successor.manifest_id, 9)}
     assert [a.adapter_id for a in version.adapters] == ["coding@1", "coding@2"]
     for missing in (lambda: parts.downstream.of_stream("no-such-stream"),
                     lambda: parts.downstream.of_tenant("nobody"),
@@ -144,7 +146,7 @@ def test_the_data_migration_rebuilds_what_the_writers_wrote(parts, history, data
                     for t in (manifest_members, manifest_contract_versions, adapter_ancestry)}
 
     written = snapshot()
-    assert len(written["manifest_members"]) == 17 and len(written["adapter_ancestry"]) == 3
+    assert len(written["manifest_members"]) == 21 and len(written["adapter_ancestry"]) == 3
     parts.engine.dispose()
     command.downgrade(migrate.alembic_config(database_url), "0004")
     migrate.upgrade(database_url)

@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from typer.testing import CliRunner
 
-from cli.main import app
 from hcp.bootstrap import Container
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
+from tests.integration.cli import hcp
 from tests.integration.test_publish_checks import BROKEN
 from tests.unit.evaluators.factories import contract_text, conversation, publish
 
@@ -29,11 +28,6 @@ def container(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cont
     built.close()
     get_settings.cache_clear()
 
-
-def hcp(*args: str, code: int = 0) -> str:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result.output
 
 
 def test_a_broken_draft_fails_its_dry_run_its_publish_and_its_re_evaluation(container: Container) -> None:

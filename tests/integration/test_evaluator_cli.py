@@ -13,6 +13,7 @@ from cli.main import app
 from hcp.bootstrap import Container
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
+from tests.integration.cli import hcp
 from tests.unit.evaluators.factories import contract_text, conversation, publish
 
 
@@ -26,11 +27,6 @@ def container(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cont
     built.close()
     get_settings.cache_clear()
 
-
-def hcp(*args: str) -> str:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def test_evaluate_once_list_rewards_dry_run_and_reevaluate(container: Container, tmp_path: Path) -> None:

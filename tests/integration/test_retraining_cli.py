@@ -7,11 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cli.main import app
 from hcp.bootstrap import Container
 from hcp.settings import get_settings
+from tests.integration.cli import hcp
 from tests.unit.trainer_core.factories import HOUSE_CONTRACT, seed_contract, seed_dataset, seed_reward
 from tests.unit.trainer_core.fixtures import RecordingDispatcher, fake_model_dir, fake_train, make_container
 
@@ -30,11 +29,6 @@ def parts(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     built.close()
     get_settings.cache_clear()
 
-
-def hcp(*args: str, code: int = 0) -> str:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result.output
 
 
 def test_triggers_set_takes_the_contracts_toml_form_and_clear_returns_to_it(parts: Container) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import secrets
 import threading
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 from urllib.parse import parse_qs
 
 from fastapi import Depends, Request
@@ -15,10 +16,12 @@ from fastapi import Depends, Request
 from access.throttle import FailureThrottle
 from console.session import COOKIE, ConsoleSession, SessionCodec
 from hcp.bootstrap import Container
+from hcp.settings import Settings
 from kernel.errors import Invalid
 
 MAX_FORM_BYTES = 64 * 1024
-_codec_lock = threading.Lock()
+_state_lock = threading.Lock()
+T = TypeVar("T")
 
 
 class NotSignedIn(Exception):
@@ -49,17 +52,26 @@ def get_container(request: Request) -> Container:
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-def get_codec(request: Request) -> SessionCodec:
-    """The app's session codec, made on first use from the container's settings."""
+def _made_once(request: Request, name: str, make: Callable[[Settings], T]) -> T:
+    """The app's ``name``, made on first use from the container's settings (one per app,
+    even when requests race for it)."""
     state = request.app.state
-    with _codec_lock:
-        if getattr(state, "console_codec", None) is None:
-            settings = get_container(request).settings
-            # Without a configured secret, a random one: sessions end with the process.
-            secret = settings.console_secret.encode() or secrets.token_bytes(32)
-            state.console_codec = SessionCodec(secret, settings.console_session_minutes * 60)
-    codec: SessionCodec = state.console_codec
-    return codec
+    with _state_lock:
+        if getattr(state, name, None) is None:
+            setattr(state, name, make(get_container(request).settings))
+    made: T = getattr(state, name)
+    return made
+
+
+def _codec(settings: Settings) -> SessionCodec:
+    # Without a configured secret, a random one: sessions end with the process.
+    secret = settings.console_secret.encode() or secrets.token_bytes(32)
+    return SessionCodec(secret, settings.console_session_minutes * 60)
+
+
+def get_codec(request: Request) -> SessionCodec:
+    """The app's session codec."""
+    return _made_once(request, "console_codec", _codec)
 
 
 CodecDep = Annotated[SessionCodec, Depends(get_codec)]
@@ -67,14 +79,8 @@ CodecDep = Annotated[SessionCodec, Depends(get_codec)]
 
 def get_sign_in_throttle(request: Request) -> FailureThrottle:
     """Failed sign-ins, per client address (the same allowance the API gives failed keys)."""
-    state = request.app.state
-    with _codec_lock:
-        if getattr(state, "console_throttle", None) is None:
-            settings = get_container(request).settings
-            state.console_throttle = FailureThrottle(settings.auth_failure_burst,
-                                                     settings.auth_failure_per_second)
-    throttle: FailureThrottle = state.console_throttle
-    return throttle
+    return _made_once(request, "console_throttle", lambda settings: FailureThrottle(
+        settings.auth_failure_burst, settings.auth_failure_per_second))
 
 
 ThrottleDep = Annotated[FailureThrottle, Depends(get_sign_in_throttle)]

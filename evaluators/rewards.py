@@ -46,6 +46,14 @@ def _eligible(specialist: str, contract: str | None, table: Any = rr) -> ColumnE
     return condition
 
 
+def _seen_before(specialist: str, contract: str | None, after: int) -> ColumnElement[bool]:
+    """The reward's subject had a usable reward at or before position ``after``."""
+    older = rr.alias("older")
+    return (select(older.c.position).where(
+        older.c.subject_id == rr.c.subject_id, older.c.position <= after,
+        _eligible(specialist, contract, older)).exists())
+
+
 @dataclass(frozen=True)
 class RewardQuery:
     contract_name: str | None = None
@@ -157,13 +165,18 @@ class RewardStore:
     # ``conn``: the caller's open transaction (a trigger firing reads under its lock).
 
     def eligible(self, specialist: str, contract: str | None, after: int, upto: int,
-                 conn: Connection | None = None, split: str | None = None) -> list[RewardRecord]:
+                 conn: Connection | None = None, split: str | None = None,
+                 new_subjects: bool = False) -> list[RewardRecord]:
         """Usable rewards of ``specialist`` with ``after < position <= upto`` (of ``split``
-        when given), in order."""
+        when given), in order. ``new_subjects``: only of subjects that had no usable reward
+        at or before ``after`` (what ``count_new_subjects`` counts: a re-scoring of an old
+        subject by a newly published version is not new data)."""
         query = (select(rr).where(_eligible(specialist, contract), rr.c.position > after,
                                   rr.c.position <= upto).order_by(rr.c.position))
         if split is not None:
             query = query.where(rr.c.split == split)
+        if new_subjects:
+            query = query.where(~_seen_before(specialist, contract, after))
         with reading(self.engine, conn) as c:
             return [from_row(row._mapping) for row in c.execute(query)]
 
@@ -193,12 +206,9 @@ class RewardStore:
         Subjects, not rewards: every active version scores each subject, and a re-scoring
         of an old subject by a newly published version is not new data.
         """
-        older = rr.alias("older")
-        seen_before = (select(older.c.position).where(
-            older.c.subject_id == rr.c.subject_id, older.c.position <= after,
-            _eligible(specialist, contract, older)).exists())
         query = (select(func.count(func.distinct(rr.c.subject_id)))
-                 .where(_eligible(specialist, contract), rr.c.position > after, ~seen_before))
+                 .where(_eligible(specialist, contract), rr.c.position > after,
+                        ~_seen_before(specialist, contract, after)))
         if version is not None:
             query = query.where(rr.c.contract_version == version)
         if split is not None:

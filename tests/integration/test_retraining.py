@@ -169,3 +169,28 @@ def test_the_api_forces_a_re_run_and_drops_a_policy(parts, seeded):
     dropped = client.delete("/v1/triggers/coding", headers=train)
     assert dropped.status_code == 200 and dropped.json()["source"] == "none"
     assert client.delete("/v1/triggers/coding", headers=train).status_code == 409
+
+
+def test_a_successor_since_its_parent_trains_on_new_subjects_not_on_rescored_history(parts, tmp_path):
+    v1 = publish(parts.contracts, contract_text())
+    parts.registry.register_base_model("tiny", fake_model_dir(tmp_path / "base"), "tester")
+    parts.policies.configure("coding", TriggerPolicy(min_new_rewards=2, dataset="since_parent",
+                                                     contract="default"), "t")
+    old = [seed_reward(parts.engine, parts.store, "coding", f"old {i}", "a", 0.9,
+                       split="held_out" if i < 2 else "train",
+                       contract=("default", 1, v1.content_hash)) for i in range(6)]
+    root = fake_train(parts, parts.triggers.fire_manual("coding", "t", "root").run_id)
+    parts.aliases.move("coding", "production", root.adapter_id, "t", "serve it")
+    v2 = publish(parts.contracts, contract_text(answered_weight=2.0), parent=1)
+    for seeded in old:  # contract v2 re-scores all history, at new reward positions
+        rescore(parts, seeded["stream"], ("default", 2, v2.content_hash))
+    new = [seed_reward(parts.engine, parts.store, "coding", f"new {i}", "a", 0.9,
+                       contract=("default", 2, v2.content_hash)) for i in range(2)]
+    run = parts.runs.get(parts.triggers.fire_manual("coding", "t", "successor").run_id)
+    manifest = parts.manifests.rebuild(run.manifest_id)
+    by_split = {split: {ex.subject_id for ex in manifest.examples if ex.split == split}
+                for split in ("train", "held_out")}
+    assert by_split["train"] == {f"turn:{s['stream']}:2" for s in new}
+    assert by_split["held_out"] == {f"turn:{s['stream']}:2" for s in old[:2]}
+    # the gate judges held-out subjects by their newest rewards (v2's), not the v1 ones
+    assert not {s["reward_id"] for s in old[:2]} & set(manifest.reward_ids)

@@ -24,6 +24,7 @@ from kernel.clock import utcnow
 from kernel.errors import Conflict, NotFound
 from trainer.datasets.manifest import (
     HELD_OUT,
+    TRAIN,
     EventView,
     JudgedSubject,
     Manifest,
@@ -48,13 +49,21 @@ class Manifests:
         one up to ``cut_to`` (the gate compares on the whole held-out set, however little
         new data a run trains on), stored once by content hash inside ``conn``'s transaction.
 
+        From a parent's cut (``cut_from > 0``) the train side holds only subjects first
+        rewarded after it: a newly published contract version re-scores old subjects at
+        new positions, and those are what the parent already learned from, not new data
+        (the trigger counts the same way). The held-out side keeps each subject's latest
+        reward, so the gate judges under the newest version.
+
         Raises:
             Conflict: no reward in the range yields a training example.
         """
-        records = self.rewards.eligible(specialist, contract, cut_from, cut_to, conn)
-        if cut_from > 0:
-            records = self.rewards.eligible(specialist, contract, 0, cut_from, conn,
-                                            split=HELD_OUT) + records
+        if cut_from == 0:
+            records = self.rewards.eligible(specialist, contract, 0, cut_to, conn)
+        else:
+            records = (self.rewards.eligible(specialist, contract, 0, cut_to, conn, split=HELD_OUT)
+                       + self.rewards.eligible(specialist, contract, cut_from, cut_to, conn,
+                                               split=TRAIN, new_subjects=True))
         rewards = select_rewards(_row(r) for r in records)
         manifest = assemble(specialist, cut_from, cut_to, rewards, self._events(rewards, conn))
         if not manifest.examples:

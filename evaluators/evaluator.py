@@ -119,14 +119,19 @@ class Evaluator:
     def drain(self, timeout: float = 120.0,
               on_step: Callable[[StepResult], None] | None = None) -> Totals:
         """Until the log is consumed and no re-evaluation job is running (``--once``)."""
-        totals, deadline = Totals(), time.monotonic() + timeout
+        totals, deadline, wait = Totals(), time.monotonic() + timeout, 0.0
         while time.monotonic() < deadline:
-            result = self.step(0.5)
+            result = self.step(wait)
             totals.add(result)
             if on_step is not None and (result.events or result.job_progress):
                 on_step(result)
-            if not result.events and result.job_progress is None and self._caught_up():
+            idle = not result.events and result.job_progress is None
+            if idle and self._caught_up():
                 return totals
+            # Polls do not wait while there is work, so the step that finds the log
+            # consumed returns at once (not after a poll timeout); wait only when an empty
+            # poll left us behind (a Kafka fetch still on its way, a commit in flight).
+            wait = 0.5 if idle else 0.0
         raise TimeoutError(f"evaluator did not catch up within {timeout:.0f}s")
 
     def _caught_up(self) -> bool:

@@ -81,10 +81,10 @@ def test_a_crash_inside_scoring_is_recorded_and_the_next_version_still_scores(
     broken, fine = version(contract_text(), 1), version(contract_text(answered_weight=2.0), 2)
     real = scoring.build_input
 
-    def build_input(subject, harness):  # type: ignore[no-untyped-def]
+    def build_input(subject, harness, only=None):  # type: ignore[no-untyped-def]
         if harness is broken.compiled.document.harness:
             raise RuntimeError("boom")
-        return real(subject, harness)
+        return real(subject, harness, only)
 
     monkeypatch.setattr(scoring, "build_input", build_input)
     failed, ok = score_subject(subject, [broken, fine])

@@ -2,15 +2,19 @@
 
 One step is: poll a batch, refresh the active contract versions, find the subjects the
 batch closes, score each under every version that applies, store the rewards in one
-transaction, then commit the consumer position. Publishing a version (an event in the
+transaction, and commit the consumer position with them or after them. Publishing a version (an event in the
 same log) starts its re-evaluation of history, which the worker advances a chunk at a
 time between polls.
 
 Why the order matters:
 
-* Rewards are durable before the offset or checkpoint is committed. A crash between the
-  two redelivers the batch; the reward store skips what already exists, so nothing is
-  lost and nothing is doubled (at-least-once delivery, exactly-once rewards).
+* Rewards are durable before the offset is committed. A crash between the two
+  redelivers the batch; the reward store skips what already exists, so nothing is lost
+  and nothing is doubled (at-least-once delivery, exactly-once rewards). The database
+  reader's checkpoint commits in the rewards' own transaction: exactly-once outright.
+* Re-evaluation jobs of publications in the batch start before the position commits,
+  so a crash cannot leave a publication consumed and its job never started (a job
+  started twice is the same job).
 * The active versions are refreshed after the poll, before scoring. A version published
   at position p commits before any event at a position > p can commit (positions are
   allocated under the log lock in commit order), so any polled event after p is visible
@@ -31,6 +35,7 @@ from sqlalchemy.exc import DBAPIError
 
 from contract.versions import ContractVersions, VersionConflict, VersionNotFound
 from evaluators.active import ActiveContracts
+from evaluators.model import RewardRecord
 from evaluators.reevaluation import Job, Reevaluations
 from evaluators.rewards import RewardStore
 from evaluators.scoring import score_subjects, subject_kinds
@@ -85,13 +90,23 @@ class Evaluator:
         try:
             versions = self.active.refresh()  # after the poll: see the module docstring
             subjects = self.subjects.closed_by(events, subject_kinds(versions))
-            created = self.rewards.record(score_subjects(subjects, versions))
+            scored = score_subjects(subjects, versions)
+            # Before the position can commit: a publication's job must not be skipped.
             started = tuple(self._start_jobs(events))
+            created = self._record(scored)
         except Exception:
             self.reader.rewind()  # nothing committed: the same batch comes again
             raise
         self.reader.commit()  # only now: every reward of the batch is durable
         return StepResult(len(events), len(subjects), len(created), started)
+
+    def _record(self, records: list[RewardRecord]) -> list[RewardRecord]:
+        """Store the rewards; a reader that keeps its position in the database commits it
+        in the same transaction (then the ``commit`` after it has nothing left to do)."""
+        if isinstance(self.reader, DatabaseLogReader):
+            with self.reader.committing() as conn:
+                return self.rewards.record(records, conn)
+        return self.rewards.record(records)
 
     def step(self, timeout: float = 1.0) -> StepResult:
         """One poll, then one chunk of re-evaluation if any job is running."""

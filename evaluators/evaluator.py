@@ -47,6 +47,7 @@ from events.store import EventStore
 log = logging.getLogger(__name__)
 
 CONTRACT_PUBLISHED = "contract.published"
+JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Evaluator:
         self.reader, self.batch_size = reader, batch_size
         self.active = ActiveContracts(contracts, subject_budget_s)
         self.subjects = SubjectReader(store)
+        self._next_jobs_look = 0.0  # monotonic time; 0: look at the first step
 
     def poll_once(self, timeout: float = 1.0) -> StepResult:
         """Score one polled batch and commit the consumer position after the rewards."""
@@ -109,9 +111,18 @@ class Evaluator:
         return self.rewards.record(records)
 
     def step(self, timeout: float = 1.0) -> StepResult:
-        """One poll, then one chunk of re-evaluation if any job is running."""
+        """One poll, then one chunk of re-evaluation if any job is running.
+
+        While none is, jobs are looked for at most every ``JOBS_LOOK_S`` (a query per
+        step cost as much as scoring a tenth of the batch): one this worker starts, or
+        that was running at the last look, is advanced at once; one another process
+        started waits for the next look.
+        """
         result = self.poll_once(timeout)
-        job = self.reevaluations.step()
+        job = None
+        if result.jobs_started or time.monotonic() >= self._next_jobs_look:
+            job = self.reevaluations.step()
+            self._next_jobs_look = 0.0 if job is not None else time.monotonic() + JOBS_LOOK_S
         return StepResult(result.events, result.subjects, result.rewards, result.jobs_started, job)
 
     def run(self, stop: threading.Event, on_step: Callable[[StepResult], None] | None = None,

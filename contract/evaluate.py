@@ -85,20 +85,38 @@ def compile_contract(doc: ContractDocument, limits: Limits = rubric.DEFAULT_LIMI
     checked them, so this only fails for a document built without `parse_contract`)."""
     ev = doc.evaluation
     when = ev.applies_to.when
-    criteria = {c.id: rubric.compile_expression(c.expression, INPUT_VARIABLES, limits) for c in ev.criteria}
-    gates = {g.id: rubric.compile_expression(g.expression, INPUT_VARIABLES, limits) for g in ev.gates}
     compiled = CompiledContract(
         document=doc,
         content_hash=content_hash(doc),
-        criteria=criteria,
-        gates=gates,
+        criteria={c.id: rubric.compile_expression(c.expression, INPUT_VARIABLES, limits)
+                  for c in ev.criteria},
+        gates={g.id: rubric.compile_expression(g.expression, INPUT_VARIABLES, limits) for g in ev.gates},
         eligible=rubric.compile_expression(doc.training.eligible, INPUT_VARIABLES + RESULT_VARIABLES, limits),
         when=rubric.compile_expression(when, INPUT_VARIABLES, limits) if when else None,
         limits=limits,
-        items=rubric.compile_group([*criteria.values(), *gates.values()]),
     )
-    read = frozenset().union(*(e.variables for e in compiled.expressions))
-    return replace(compiled, reads=(read & frozenset(INPUT_VARIABLES)) | ENGINE_READS)
+    return _shared_bindings(compiled)
+
+
+def _shared_bindings(compiled: CompiledContract) -> CompiledContract:
+    """The contract's expressions with what they share on one subject: the variables to
+    build, the fields of each map variable to convert (the same for every expression,
+    so the subject's values are converted once), and the criteria and gates as one
+    program."""
+    expressions = compiled.expressions
+    merged = rubric.merged_field_reads(expressions)
+    shapes = {name: fields for name, fields in merged.items() if fields is not None}
+
+    def shaped(expression: CompiledExpression) -> CompiledExpression:
+        return replace(expression, projections=shapes)
+
+    criteria = {key: shaped(e) for key, e in compiled.criteria.items()}
+    gates = {key: shaped(e) for key, e in compiled.gates.items()}
+    read = frozenset().union(*(e.variables for e in expressions)) & frozenset(INPUT_VARIABLES)
+    return replace(compiled, criteria=criteria, gates=gates, eligible=shaped(compiled.eligible),
+                   when=shaped(compiled.when) if compiled.when else None,
+                   items=shaped(rubric.compile_group([*criteria.values(), *gates.values()])),
+                   reads=read | ENGINE_READS)
 
 
 # What evaluate_subject itself reads from every input, beside the expressions' variables:

@@ -1,5 +1,6 @@
 """The contract engine's shortcuts give exactly what the long way gives: the criteria and
-gates run as one program, and an input built with only the variables a contract reads."""
+gates run as one program, map variables converted with only the fields the contract
+reads, and an input built with only the variables it reads."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from dataclasses import replace
 
 import pytest
 
+from contract import cel_functions, cel_scan
 from contract.cel_binding import value_units
 from contract.document import parse_contract
 from contract.evaluate import CompiledContract, compile_contract, evaluate_subject
 from contract.inputs import build_input
-from contract.rubric import Limits
+from contract.rubric import CompiledExpression, Limits
 from contract.subject import Subject, finished_subjects
 from contract.vocabulary import INPUT_VARIABLES
 from tests.unit.contract.factories import EXAMPLE, Stream
@@ -30,11 +32,22 @@ CASES = {
     "a loop": ([("loop", 1.0, "events.filter(e, e.type == 'turn.user').size() > 0 ? 1.0 : 0.0")],
                [("all", "tool_calls.all(c, c.allowed)")]),
     "a trailing comment": ([("c", 1.0, "0.5 // half")], [("g", "true // always")]),
+    "fields and wholes": ([("f", 1.0, "has(feedback.rating) && feedback.count > 0 ? 1.0 : 0.0"),
+                           ("w", 1.0, "size(feedback) > 3 ? 1.0 : 0.0")],
+                          [("t", "counts.by_type['turn.user'] == 1 && has(counts.turns)")]),
+    "a field that is not there": ([("m", 1.0, "has(counts.nope) ? 0.0 : 1.0")],
+                                  [("n", "counts.by_type.size() > 0")]),
 }
 
 
 def one_by_one(compiled: CompiledContract) -> CompiledContract:
-    return replace(compiled, items=None)
+    """The long way: each expression alone, every variable converted whole."""
+    def whole(expression: CompiledExpression) -> CompiledExpression:
+        return replace(expression, projections={})
+
+    return replace(compiled, items=None, eligible=whole(compiled.eligible),
+                   criteria={k: whole(e) for k, e in compiled.criteria.items()},
+                   gates={k: whole(e) for k, e in compiled.gates.items()})
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -44,6 +57,27 @@ def test_the_items_as_one_program_give_what_they_give_one_by_one(case: str) -> N
     subject_input = episode()
     assert compiled.items is not None
     assert evaluate_subject(compiled, subject_input) == evaluate_subject(one_by_one(compiled), subject_input)
+
+
+def test_map_variables_read_by_field_are_converted_with_those_fields_only() -> None:
+    compiled = compile_contract(contract(*CASES["reads"], eligible="score > 0.5 && counts.turns > 0"))
+    assert compiled.items is not None
+    assert compiled.items.projections == {
+        "counts": {"tools_disallowed", "turns"}, "feedback": {"count", "rating"}}
+    assert compiled.eligible.projections == compiled.items.projections  # one shape per subject
+    whole = compile_contract(contract(*CASES["fields and wholes"]))
+    assert whole.eligible.projections == {"counts": {"by_type", "turns"}}  # feedback: size() reads it all
+
+
+def test_fuel_is_charged_for_the_whole_value_of_a_variable_read_by_field() -> None:
+    doc = contract([("a", 1.0, "counts.turns > 0 ? 1.0 : 0.0")])
+    subject_input = episode()
+    whole_units = value_units(subject_input["counts"])
+    for fuel in (whole_units - 1, whole_units):
+        compiled = compile_contract(doc, Limits(fuel=fuel))
+        result = evaluate_subject(compiled, subject_input)
+        assert result == evaluate_subject(one_by_one(compiled), subject_input)
+        assert [e.kind for e in result.errors] == (["budget"] if fuel < whole_units else [])
 
 
 def test_a_group_over_one_expressions_fuel_falls_back_and_each_keeps_its_own() -> None:
@@ -97,3 +131,18 @@ def test_a_contract_reads_its_expressions_variables_and_what_the_engine_needs() 
                               "subject", "user_text", "specialists"}
     example = compile_contract(parse_contract(EXAMPLE.read_text()))
     assert example.reads <= set(INPUT_VARIABLES)
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("counts.a > 0 && counts.b.size() > 1", {"counts": {"a", "b"}}),
+    ("has(counts.q) ? feedback.rating : 0.0", {"counts": {"q"}, "feedback": {"rating"}}),
+    ("size(counts) > 0", {"counts": None}),
+    ("'a' in counts || counts.x > 0", {"counts": None}),
+    ("counts.?x.orValue(0) > 0", {"counts": None}),
+    ("counts.all(k, k != '')", {"counts": None}),
+    ("events.map(counts, counts.x).size() > 0", {"events": None, "counts": None}),
+    ("'counts.x' == user_text", {"user_text": None}),
+])
+def test_which_fields_an_expression_reads(source: str, expected: dict) -> None:
+    scanned = cel_scan.scan(source, max_depth=32, max_macro_depth=2, namespaces=cel_functions.NAMESPACES)
+    assert cel_scan.field_reads(scanned, {"counts", "feedback", "events", "user_text"}) == expected

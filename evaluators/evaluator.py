@@ -15,7 +15,8 @@ Why the order matters:
 * Re-evaluation jobs of publications in the batch start before the position commits,
   so a crash cannot leave a publication consumed and its job never started (a job
   started twice is the same job).
-* The active versions are refreshed after the poll, before scoring. A version published
+* The active versions are refreshed after the poll, before scoring (with the database
+  reader, only when the batch holds a contract event: see ``_versions``). A version published
   at position p commits before any event at a position > p can commit (positions are
   allocated under the log lock in commit order), so any polled event after p is visible
   only once the version is: it is scored under it. Events at or before p are covered by
@@ -33,12 +34,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.exc import DBAPIError
 
-from contract.versions import ContractVersions, VersionConflict, VersionNotFound
+from contract.versions import ContractVersions, VersionConflict, VersionNotFound, contract_stream
 from evaluators.active import ActiveContracts
 from evaluators.model import RewardRecord
 from evaluators.reevaluation import Job, Reevaluations
 from evaluators.rewards import RewardStore
-from evaluators.scoring import score_subjects, subject_kinds
+from evaluators.scoring import ScoringVersion, score_subjects, subject_kinds
 from evaluators.subjects import SubjectReader
 from events.feed import DatabaseLogReader, KafkaRecordReader, LogReader
 from events.model import RecordedEvent
@@ -47,7 +48,9 @@ from events.store import EventStore
 log = logging.getLogger(__name__)
 
 CONTRACT_PUBLISHED = "contract.published"
+CONTRACT_STREAM = contract_stream("")  # the prefix of every contract's stream
 JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
+REFRESH_S = 10.0  # the longest the database reader goes without re-reading active versions
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class Evaluator:
         self.active = ActiveContracts(contracts, subject_budget_s)
         self.subjects = SubjectReader(store)
         self._next_jobs_look = 0.0  # monotonic time; 0: look at the first step
+        self._next_refresh = 0.0  # when the active versions are read again regardless
 
     def poll_once(self, timeout: float = 1.0) -> StepResult:
         """Score one polled batch and commit the consumer position after the rewards."""
@@ -90,7 +94,7 @@ class Evaluator:
         if not events:
             return StepResult()
         try:
-            versions = self.active.refresh()  # after the poll: see the module docstring
+            versions = self._versions(events)  # after the poll: see the module docstring
             subjects = self.subjects.closed_by(events, subject_kinds(versions))
             scored = score_subjects(subjects, versions)
             # Before the position can commit: a publication's job must not be skipped.
@@ -101,6 +105,21 @@ class Evaluator:
             raise
         self.reader.commit()  # only now: every reward of the batch is durable
         return StepResult(len(events), len(subjects), len(created), started)
+
+    def _versions(self, events: Sequence[RecordedEvent]) -> list[ScoringVersion]:
+        """The active versions, read again unless nothing can have changed them.
+
+        The database reader hands out every event in position order, and a version's
+        status changes only together with an event on its contract's stream (in the same
+        transaction); so a batch without one leaves them as they were. Kafka readers see
+        their partitions only, and read them every time; so does everyone now and then.
+        """
+        now = time.monotonic()
+        if (not isinstance(self.reader, DatabaseLogReader) or now >= self._next_refresh
+                or any(e.stream_id.startswith(CONTRACT_STREAM) for e in events)):
+            self._next_refresh = now + REFRESH_S
+            return self.active.refresh()
+        return self.active.versions
 
     def _record(self, records: list[RewardRecord]) -> list[RewardRecord]:
         """Store the rewards; a reader that keeps its position in the database commits it
@@ -168,7 +187,7 @@ class Evaluator:
     def _start_jobs(self, events: Sequence[RecordedEvent]) -> list[Job]:
         started = []
         for event in events:
-            if event.type != CONTRACT_PUBLISHED or not event.stream_id.startswith("contract:"):
+            if event.type != CONTRACT_PUBLISHED or not event.stream_id.startswith(CONTRACT_STREAM):
                 continue
             name, version = event.payload.get("name"), event.payload.get("version")
             try:

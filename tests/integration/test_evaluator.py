@@ -183,3 +183,19 @@ def test_reward_records_refuse_update_and_delete(container: Container) -> None:
             conn.execute(text(statement))
     with container.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(reward_records)).scalar() == 1
+
+
+def test_a_long_running_worker_sees_versions_published_and_retired_between_its_polls(
+        container: Container) -> None:
+    worker = container.evaluator()
+    publish(container.contracts, contract_text())
+    first = conversation(container.store, turns=1)
+    worker.drain(timeout=60)
+    publish(container.contracts, contract_text(answered_weight=3.0), parent=1)
+    container.serving.move("default", None, 2, "test", "v2 takes over")
+    container.contracts.retire("default", 1, "test")
+    second = conversation(container.store, turns=1)
+    worker.drain(timeout=60)  # the same worker: its active versions are not read afresh
+
+    made = {(r.stream_id, r.contract_version) for r in rewards(container)}
+    assert made == {(first, 1), (first, 2), (second, 2)}  # history by the job, no v1 after retiring

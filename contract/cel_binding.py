@@ -98,11 +98,11 @@ class Binding:
                 if value is not None:  # (a null is bound below, if this expression reads it)
                     with contextlib.suppress(Exception):  # reported by the expression reading it
                         self._bind(name, value, shapes.get(name, self._shapes.get(name)))
-        values = self._values
+        values, bound_shapes = self._values, self._shapes
         for name in expression.variables:  # always checked: what this expression reads is current
-            value = variables.get(name)
-            if values.get(name, _UNBOUND) is not value or self._shapes.get(name) != shapes.get(name):
-                self._bind(name, value, shapes.get(name))
+            value, shape = variables.get(name), shapes.get(name)
+            if values.get(name, _UNBOUND) is not value or not _same(bound_shapes.get(name), shape):
+                self._bind(name, value, shape)
         if expression.functions:
             for name in expression.functions - self._functions:
                 self._context.add_function(name, self._metered[name])
@@ -116,7 +116,7 @@ class Binding:
         return self._context
 
     def _bind(self, name: str, value: Any, shape: frozenset[str] | None = None) -> None:
-        if self._values.get(name, _UNBOUND) is value and self._shapes.get(name) == shape:
+        if self._values.get(name, _UNBOUND) is value and _same(self._shapes.get(name), shape):
             return
         self._units.pop(name, None)
         try:
@@ -158,6 +158,11 @@ class Binding:
     def tick(self, site: int | None = None) -> bool:
         assert self.budget is not None
         return self.budget.tick(site)
+
+
+def _same(bound: frozenset[str] | None, wanted: frozenset[str] | None) -> bool:
+    # Mostly the very object the contract holds; comparing sets walks them.
+    return bound is wanted or bound == wanted
 
 
 def _project(value: Any, fields: frozenset[str] | None) -> Any:

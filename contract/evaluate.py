@@ -141,18 +141,20 @@ def evaluate_subject(
     rule = doc.evaluation.split
     key = rule.key(subject_id, str(subject_input.get("user_text") or ""))
     split = split_for(key, rule.held_out_fraction, rule.seed)
-    base = Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
     applies = applies_to(compiled, subject_input)
     if isinstance(applies, EvaluationError):
-        return _replace(base, applicable=True, errors=(applies,))
+        return Evaluation(subject_id, compiled.content_hash, True, None, {}, {}, False, split, False,
+                          (applies,))
     if not applies:
-        return base
+        return Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
     components, gates, errors = _run_items(compiled, subject_input)
     if errors:
-        return _replace(base, applicable=True, components=components, gates=gates, errors=errors)
+        return Evaluation(subject_id, compiled.content_hash, True, None, components, gates, False,
+                          split, False, errors)
     gated = not all(gates.values())
     score = 0.0 if gated else aggregate(doc, components)
-    result = _replace(base, applicable=True, score=score, components=components, gates=gates, gated=gated)
+    result = Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
+                        split, False)
     return _with_eligibility(compiled, subject_input, result)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from evaluators.model import RewardRecord
@@ -57,8 +57,7 @@ def reward_hash(prev_hash: str, record: RewardRecord, position: int | None = Non
 def chained(record: RewardRecord, position: int, prev_hash: str) -> RewardRecord:
     """``record`` placed at ``position`` after the row hashed ``prev_hash``, with its hash
     (one copy of the record, not one to hash and another to store)."""
-    return replace(record, position=position, prev_hash=prev_hash,
-                   hash=reward_hash(prev_hash, record, position))
+    return record.placed(position, prev_hash, reward_hash(prev_hash, record, position))
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from contract.document import parse_contract
@@ -104,3 +106,11 @@ def test_reward_json_is_the_wire_form() -> None:
     assert body["contract"] == {"name": "default", "version": 1,
                                 "content_hash": reward.contract_hash}
     assert body["errors"] == [] and body["score"] == 1.0
+
+
+def test_a_placed_reward_is_the_record_with_its_position_and_hashes() -> None:
+    _, [subject] = first_turn()
+    [reward] = score_subject(subject, [version(contract_text())])
+    placed = reward.placed(7, "a" * 64, "b" * 64)
+    assert placed == replace(reward, position=7, prev_hash="a" * 64, hash="b" * 64)
+    assert reward.position is None and reward.hash is None  # the original is untouched

@@ -195,7 +195,8 @@ def _run_items(
     the values the expressions have alone: they read the same variables and share
     nothing but the budget, and one expression's fuel and deadline held them all, so
     each alone was within its own. Any error or stop, and they run one by one as ever,
-    so every error is reported on its own item exactly as without the group.
+    so every error is reported on its own item exactly as without the group (a group
+    stopped by its deadline has cost one expression's deadline more than that alone).
     """
     expressions = [*compiled.criteria.values(), *compiled.gates.values()]
     raws: Any = None

@@ -19,16 +19,20 @@ from collections.abc import Iterable
 from contract.vocabulary import EPISODE_COMPLETED
 from events.model import RecordedEvent
 
-MAX_STREAMS = 10_000  # the least recently extended are forgotten first
+# Bounds on memory: the streams least recently extended are forgotten first.
+MAX_EVENTS = 20_000  # events kept in all (a few batches' worth of open conversations)
+MAX_STREAMS = 10_000
 MAX_RUN = 2_000  # events kept per stream; a longer run is forgotten (read from the store)
 
 
 class RecentEvents:
-    def __init__(self, max_streams: int = MAX_STREAMS, max_run: int = MAX_RUN) -> None:
-        self.max_streams, self.max_run = max_streams, max_run
+    def __init__(self, max_events: int = MAX_EVENTS, max_streams: int = MAX_STREAMS,
+                 max_run: int = MAX_RUN) -> None:
+        self.max_events, self.max_streams, self.max_run = max_events, max_streams, max_run
         # stream -> (origin, run): run holds seqs origin, origin + 1, ... and no episode end;
         # origin is 1 or the seq after an episode.completed.
         self._runs: dict[str, tuple[int, list[RecordedEvent]]] = {}
+        self._held = 0  # events in all runs
 
     def window(self, stream: str, stop: int) -> list[RecordedEvent] | None:
         """The window that ends at seq ``stop`` right before a batch whose events from
@@ -49,13 +53,17 @@ class RecentEvents:
             if found is not None and seq < found[0] + len(found[1]):
                 self._runs[stream] = found  # seen already (redelivered) or older than the run
                 continue
+            if found is not None:
+                self._held -= len(found[1])
             if event.type == EPISODE_COMPLETED:
                 self._runs[stream] = (seq + 1, [])
             elif found is not None and seq == found[0] + len(found[1]) and len(found[1]) < self.max_run:
                 found[1].append(event)
                 self._runs[stream] = found
+                self._held += len(found[1])
             elif found is None and seq == 1:
                 self._runs[stream] = (1, [event])
+                self._held += 1
             # otherwise a gap, or too long a run: forget the stream until its next episode end
-        while len(self._runs) > self.max_streams:
-            del self._runs[next(iter(self._runs))]
+        while len(self._runs) > self.max_streams or self._held > self.max_events:
+            self._held -= len(self._runs.pop(next(iter(self._runs)))[1])

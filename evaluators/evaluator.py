@@ -2,9 +2,9 @@
 
 One step is: poll a batch, refresh the active contract versions, find the subjects the
 batch closes, score each under every version that applies, store the rewards in one
-transaction, and commit the consumer position with them or after them. Publishing a version (an event in the
-same log) starts its re-evaluation of history, which the worker advances a chunk at a
-time between polls.
+transaction, and commit the consumer position with them (database log) or after them
+(Kafka). Publishing a version (an event in the same log) starts its re-evaluation of
+history, which the worker advances a chunk at a time between polls.
 
 Why the order matters:
 
@@ -16,7 +16,7 @@ Why the order matters:
   so a crash cannot leave a publication consumed and its job never started (a job
   started twice is the same job).
 * The active versions are refreshed after the poll, before scoring (with the database
-  reader, only when the batch holds a contract event: see ``_versions``). A version published
+  reader, when the batch holds a contract event: see ``_versions``). A version published
   at position p commits before any event at a position > p can commit (positions are
   allocated under the log lock in commit order), so any polled event after p is visible
   only once the version is: it is scored under it. Events at or before p are covered by
@@ -89,7 +89,7 @@ class Evaluator:
         self._next_refresh = 0.0  # when the active versions are read again regardless
 
     def poll_once(self, timeout: float = 1.0) -> StepResult:
-        """Score one polled batch and commit the consumer position after the rewards."""
+        """Score one polled batch; commit the consumer position with or after the rewards."""
         events = self.reader.poll(self.batch_size, timeout)
         if not events:
             return StepResult()

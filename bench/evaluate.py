@@ -35,7 +35,8 @@ from sqlalchemy.engine import Engine
 from evaluators import evaluator as worker_module
 from evaluators.model import reward_id_for
 from evaluators.reevaluation import Reevaluations
-from evaluators.rewards import _JSON_COLUMNS, RewardQuery, RewardStore, to_row
+from evaluators.reward_writes import JSON_COLUMNS, to_row
+from evaluators.rewards import RewardQuery, RewardStore
 from evaluators.tables import reward_records
 from events.feed import DatabaseLogReader
 from events.model import EventMetadata, NewEvent
@@ -232,7 +233,7 @@ def ceiling_rate(container: Container, rewards: RewardStore, count: int) -> floa
     started = time.perf_counter()
     read = sum(1 for _ in container.store.iter_all())
     with engine.begin() as conn:
-        insert_rows(conn, bare, rows, _JSON_COLUMNS)  # COPY on PostgreSQL, as the store does
+        insert_rows(conn, bare, rows, JSON_COLUMNS)  # COPY on PostgreSQL, as the store does
     seconds = time.perf_counter() - started
     assert read == container.store.head()
     return count / seconds

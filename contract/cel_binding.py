@@ -12,6 +12,10 @@ per subject rather than once per expression. Values must not be mutated in place
 evaluations (`build_input` builds fresh ones per subject); the context holds the latest
 value of each name, at most one per variable name and thread.
 
+A map variable that every expression of a contract reads only by field (`counts.tool_calls`)
+is converted with just those fields (`projections`, set by contract/evaluate.py): the reads
+see the same values, and fuel is still charged for the whole value.
+
 Metering is unchanged by the reuse: the resolver is still called on every read of a free
 variable (CEL consults it before the converted value), and charges the value's size each
 time; extension functions and the comprehension meter charge the evaluation's own budget.
@@ -62,6 +66,9 @@ class Bindable(Protocol):
     @property
     def metered_loops(self) -> bool: ...  # it calls the comprehension meter
 
+    @property
+    def projections(self) -> Mapping[str, frozenset[str]]: ...  # map variables read by field
+
 
 class Binding:
     """One thread's context: every variable any expression has read, bound to its value in
@@ -74,12 +81,14 @@ class Binding:
         self._context.set_variable_resolver(self._read)
         self._variables: Mapping[str, Any] | None = None
         self._values: dict[str, Any] = {}  # name -> the value object converted into the context
+        self._shapes: dict[str, frozenset[str] | None] = {}  # name -> the fields converted (None: all)
         self._units: dict[str, int] = {}  # name -> value_units of that value, capped at _cap
         self._cap = 0
         self._functions: set[str] = set()
 
     def context_for(self, expression: Bindable, variables: Mapping[str, Any], budget: Budget) -> cel.Context:
         """The context to execute ``expression`` in, charging ``budget``."""
+        shapes = expression.projections
         if variables is not self._variables:
             # A new input (the next subject, or the eligibility variables): move every name
             # bound so far at once, so the context is rebuilt once, not once per expression.
@@ -88,12 +97,12 @@ class Binding:
                 value = variables.get(name)
                 if value is not None:  # (a null is bound below, if this expression reads it)
                     with contextlib.suppress(Exception):  # reported by the expression reading it
-                        self._bind(name, value)
-        values = self._values
+                        self._bind(name, value, shapes.get(name, self._shapes.get(name)))
+        values, bound_shapes = self._values, self._shapes
         for name in expression.variables:  # always checked: what this expression reads is current
-            value = variables.get(name)
-            if values.get(name, _UNBOUND) is not value:
-                self._bind(name, value)
+            value, shape = variables.get(name), shapes.get(name)
+            if values.get(name, _UNBOUND) is not value or not _same(bound_shapes.get(name), shape):
+                self._bind(name, value, shape)
         if expression.functions:
             for name in expression.functions - self._functions:
                 self._context.add_function(name, self._metered[name])
@@ -106,18 +115,20 @@ class Binding:
         self.budget = budget
         return self._context
 
-    def _bind(self, name: str, value: Any) -> None:
-        if self._values.get(name, _UNBOUND) is value:
+    def _bind(self, name: str, value: Any, shape: frozenset[str] | None = None) -> None:
+        if self._values.get(name, _UNBOUND) is value and _same(self._shapes.get(name), shape):
             return
         self._units.pop(name, None)
         try:
-            self._context.add_variable(name, value)  # converted here, once per value object
+            # Converted here, once per value object; of a map read only by field, only
+            # those fields (converting costs per entry; the reads see the same values).
+            self._context.add_variable(name, _project(value, shape))
         except Exception:
             # Not convertible: the evaluation fails; the stale value must not stay readable.
             self._context.add_variable(name, None)
-            self._values[name] = None
+            self._values[name], self._shapes[name] = None, None
             raise
-        self._values[name] = value
+        self._values[name], self._shapes[name] = value, shape
 
     def _read(self, name: str) -> Any:
         # Called on every read, even inside loops: charging here bounds nested re-reads.
@@ -147,6 +158,17 @@ class Binding:
     def tick(self, site: int | None = None) -> bool:
         assert self.budget is not None
         return self.budget.tick(site)
+
+
+def _same(bound: frozenset[str] | None, wanted: frozenset[str] | None) -> bool:
+    # Mostly the very object the contract holds; comparing sets walks them.
+    return bound is wanted or bound == wanted
+
+
+def _project(value: Any, fields: frozenset[str] | None) -> Any:
+    if fields is None or type(value) is not dict:
+        return value
+    return {key: value[key] for key in fields if key in value}
 
 
 class _PerThread(threading.local):

@@ -18,6 +18,7 @@ It is a tokenizer with bracket matching, not a parser: the real grammar check st
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -207,6 +208,28 @@ def _apply(source: str, insertions: list[tuple[int, str]]) -> str:
     for offset, snippet in sorted(insertions, key=lambda item: item[0], reverse=True):
         text = text[:offset] + snippet + text[offset:]
     return text
+
+
+def field_reads(scanned: Scan, names: Iterable[str]) -> dict[str, frozenset[str] | None]:
+    """For each of ``names``: the fields the expression reads it through, when every read
+    is a plain field selection (`counts.tool_calls`, `has(counts.x)`); None when some
+    read takes the value itself (`size(counts)`, `counts.all(...)`, `'x' in counts`,
+    `counts.?x`) or the name is also a comprehension variable."""
+    found: dict[str, set[str] | None] = {}
+    toks = scanned.tokens
+    for i, tok in enumerate(toks):
+        if tok.kind != "ident" or tok.text not in names or (i > 0 and toks[i - 1].text == "."):
+            continue
+        if i + 1 < len(toks) and toks[i + 1].text == "(":
+            continue  # a function of that name, not the variable
+        selected = (i + 2 < len(toks) and toks[i + 1].text == "." and toks[i + 2].kind == "ident"
+                    and not (i + 3 < len(toks) and toks[i + 3].text == "("))
+        fields = found.setdefault(tok.text, set())
+        if not selected or tok.text in scanned.bound_names:
+            found[tok.text] = None
+        elif fields is not None:
+            fields.add(toks[i + 2].text)
+    return {name: None if fields is None else frozenset(fields) for name, fields in found.items()}
 
 
 def line_column(source: str, offset: int) -> tuple[int, int]:

@@ -42,6 +42,14 @@ class CompiledContract:
     eligible: CompiledExpression
     when: CompiledExpression | None
     limits: Limits = field(default=rubric.DEFAULT_LIMITS)
+    items: CompiledExpression | None = None  # criteria then gates as one program (_run_items)
+    reads: frozenset[str] = frozenset(INPUT_VARIABLES)  # the input variables judging reads
+
+    @property
+    def expressions(self) -> list[CompiledExpression]:
+        """Every compiled expression of the contract."""
+        found = [*self.criteria.values(), *self.gates.values(), self.eligible]
+        return found if self.when is None else [self.when, *found]
 
 
 @dataclass(frozen=True)
@@ -77,17 +85,44 @@ def compile_contract(doc: ContractDocument, limits: Limits = rubric.DEFAULT_LIMI
     checked them, so this only fails for a document built without `parse_contract`)."""
     ev = doc.evaluation
     when = ev.applies_to.when
-    return CompiledContract(
+    compiled = CompiledContract(
         document=doc,
         content_hash=content_hash(doc),
-        criteria={
-            c.id: rubric.compile_expression(c.expression, INPUT_VARIABLES, limits) for c in ev.criteria
-        },
+        criteria={c.id: rubric.compile_expression(c.expression, INPUT_VARIABLES, limits)
+                  for c in ev.criteria},
         gates={g.id: rubric.compile_expression(g.expression, INPUT_VARIABLES, limits) for g in ev.gates},
         eligible=rubric.compile_expression(doc.training.eligible, INPUT_VARIABLES + RESULT_VARIABLES, limits),
         when=rubric.compile_expression(when, INPUT_VARIABLES, limits) if when else None,
         limits=limits,
     )
+    return _shared_bindings(compiled)
+
+
+def _shared_bindings(compiled: CompiledContract) -> CompiledContract:
+    """The contract's expressions with what they share on one subject: the variables to
+    build, the fields of each map variable to convert (the same for every expression,
+    so the subject's values are converted once), and the criteria and gates as one
+    program."""
+    expressions = compiled.expressions
+    merged = rubric.merged_field_reads(expressions)
+    shapes = {name: fields for name, fields in merged.items() if fields is not None}
+
+    def shaped(expression: CompiledExpression) -> CompiledExpression:
+        return replace(expression, projections=shapes)
+
+    criteria = {key: shaped(e) for key, e in compiled.criteria.items()}
+    gates = {key: shaped(e) for key, e in compiled.gates.items()}
+    read = frozenset().union(*(e.variables for e in expressions)) & frozenset(INPUT_VARIABLES)
+    return replace(compiled, criteria=criteria, gates=gates, eligible=shaped(compiled.eligible),
+                   when=shaped(compiled.when) if compiled.when else None,
+                   items=shaped(rubric.compile_group([*criteria.values(), *gates.values()])),
+                   reads=read | ENGINE_READS)
+
+
+# What evaluate_subject itself reads from every input, beside the expressions' variables:
+# the subject (id, kind), the user text (a split by it), specialists and event types
+# (applies_to).
+ENGINE_READS = frozenset({"subject", "user_text", "specialists", "counts"})
 
 
 # Compiled contracts by canonical JSON, for callers that pass a plain document. Bounded
@@ -106,18 +141,20 @@ def evaluate_subject(
     rule = doc.evaluation.split
     key = rule.key(subject_id, str(subject_input.get("user_text") or ""))
     split = split_for(key, rule.held_out_fraction, rule.seed)
-    base = Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
     applies = applies_to(compiled, subject_input)
     if isinstance(applies, EvaluationError):
-        return _replace(base, applicable=True, errors=(applies,))
+        return Evaluation(subject_id, compiled.content_hash, True, None, {}, {}, False, split, False,
+                          (applies,))
     if not applies:
-        return base
+        return Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
     components, gates, errors = _run_items(compiled, subject_input)
     if errors:
-        return _replace(base, applicable=True, components=components, gates=gates, errors=errors)
+        return Evaluation(subject_id, compiled.content_hash, True, None, components, gates, False,
+                          split, False, errors)
     gated = not all(gates.values())
     score = 0.0 if gated else aggregate(doc, components)
-    result = _replace(base, applicable=True, score=score, components=components, gates=gates, gated=gated)
+    result = Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
+                        split, False)
     return _with_eligibility(compiled, subject_input, result)
 
 
@@ -151,15 +188,28 @@ def applies_to(compiled: CompiledContract, subject_input: Mapping[str, Any]) -> 
 def _run_items(
     compiled: CompiledContract, subject_input: Mapping[str, Any]
 ) -> tuple[dict[str, float], dict[str, bool], tuple[EvaluationError, ...]]:
+    """Every criterion and gate; as one program when that gives the same values.
+
+    One execution of ``items`` (the list of criteria and gates) costs about what one
+    criterion does, where one by one each pays the call's fixed cost. Its elements are
+    the values the expressions have alone: they read the same variables and share
+    nothing but the budget, and one expression's fuel and deadline held them all, so
+    each alone was within its own. Any error or stop, and they run one by one as ever,
+    so every error is reported on its own item exactly as without the group (a group
+    stopped by its deadline has cost one expression's deadline more than that alone).
+    """
+    expressions = [*compiled.criteria.values(), *compiled.gates.values()]
+    raws: Any = None
+    if compiled.items is not None:
+        raws = rubric.evaluate(compiled.items, subject_input, compiled.limits)
+    if not isinstance(raws, list) or len(raws) != len(expressions):
+        raws = [rubric.evaluate(e, subject_input, compiled.limits) for e in expressions]
     components: dict[str, float] = {}
     gates: dict[str, bool] = {}
     errors: list[EvaluationError] = []
-    for item_id, expression in compiled.criteria.items():
-        raw = rubric.evaluate(expression, subject_input, compiled.limits)
-        score = rubric.as_score(raw, f"criterion:{item_id}")
-        _record(components, errors, item_id, score)
-    for item_id, expression in compiled.gates.items():
-        raw = rubric.evaluate(expression, subject_input, compiled.limits)
+    for item_id, raw in zip(compiled.criteria, raws, strict=False):
+        _record(components, errors, item_id, rubric.as_score(raw, f"criterion:{item_id}"))
+    for item_id, raw in zip(compiled.gates, raws[len(compiled.criteria):], strict=True):
         _record(gates, errors, item_id, rubric.as_bool(raw, f"gate:{item_id}"))
     return components, gates, tuple(errors)
 

@@ -1,61 +1,24 @@
 """The input a rubric expression sees: a subject's events, digested, plus the harness.
 
 Derived fields (`tool_calls`, `feedback`, `outcome`, `counts`, ...) are computed from
-*all* of the subject's events. Raw material is capped so that no subject can make an
-expression expensive by sheer size: at most `MAX_EVENTS` events in `events` (the first
-ones), `MAX_TURNS` turns, `MAX_TOOL_CALLS` tool calls, strings of `MAX_STRING` characters
-and payloads nested `MAX_DEPTH` deep; `truncated` says whether any cap applied. Times are
-ISO-8601 strings (use `timestamp(...)` in CEL); all numbers from payloads pass through.
+*all* of the subject's events; raw material is capped (contract/input_caps.py) and
+`truncated` says whether any cap applied. Times are ISO-8601 strings (use
+`timestamp(...)` in CEL); all numbers from payloads pass through.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from contract import vocabulary as v
+from contract.input_caps import MAX_EVENTS, MAX_ITEMS, MAX_TEXT, MAX_TOOL_CALLS, MAX_TURNS, Caps
 from contract.sections import Harness
 from contract.subject import Subject
 from events.model import RecordedEvent, utc
-
-MAX_EVENTS = 500
-MAX_TURNS = 200
-MAX_TOOL_CALLS = 200
-MAX_STRING = 16 * 1024
-MAX_TEXT = 64 * 1024  # the joined user_text / assistant_text
-MAX_DEPTH = 12
-MAX_ITEMS = 1000
-
-
-@dataclass
-class _Caps:
-    truncated: bool = False
-
-    def text(self, value: Any, limit: int = MAX_STRING) -> str:
-        text = value if isinstance(value, str) else ""
-        if len(text) > limit:
-            self.truncated = True
-            return text[:limit]
-        return text
-
-    def json(self, value: Any, depth: int = 0) -> Any:
-        """A copy of free JSON with every cap applied (payloads of `x.*` events are free)."""
-        if depth >= MAX_DEPTH:
-            self.truncated = True
-            return None
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            items = list(value.items())
-            self.truncated |= len(items) > MAX_ITEMS
-            return {str(k): self.json(item, depth + 1) for k, item in items[:MAX_ITEMS]}
-        if isinstance(value, list | tuple):
-            self.truncated |= len(value) > MAX_ITEMS
-            return [self.json(item, depth + 1) for item in value[:MAX_ITEMS]]
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        return str(value)
 
 
 @dataclass
@@ -69,33 +32,73 @@ class _Turn:
     tokens: int | None = None
 
 
-def build_input(subject: Subject, harness: Harness) -> dict[str, Any]:
-    """The variables every expression of a contract is evaluated against."""
-    caps = _Caps()
-    events = subject.events
-    turns = _turns(events)
-    tool_calls = _tool_calls(events, harness, _served_by(events), caps)
-    specialists = _distinct(_specialist(e) for e in events)
-    values = {
-        "subject": _subject(subject),
-        "events": [_event(e, caps) for e in events[:MAX_EVENTS]],
-        "turns": [_turn_json(t, caps) for t in turns[:MAX_TURNS]],
-        "user_text": caps.text("\n\n".join(t.user_text for t in turns), MAX_TEXT),
-        "assistant_text": caps.text("\n\n".join("\n".join(t.assistant) for t in turns), MAX_TEXT),
-        "tool_calls": tool_calls[:MAX_TOOL_CALLS],
-        "feedback": _feedback(events, caps),
-        **_outcome(events),
-        "specialist": _served_by(events),
-        "specialists": specialists,
-        "adapter_version": _last(_adapter_version(e) for e in events),
-        "harness": harness.model_dump(mode="json"),
-        "counts": _counts(events, turns, tool_calls),
-        "duration_s": _duration(events),
-    }
-    caps.truncated |= len(events) > MAX_EVENTS or len(turns) > MAX_TURNS
-    caps.truncated |= len(tool_calls) > MAX_TOOL_CALLS
-    values["truncated"] = caps.truncated
+def build_input(subject: Subject, harness: Harness,
+                only: Collection[str] | None = None) -> dict[str, Any]:
+    """The variables every expression of a contract is evaluated against.
+
+    ``only``: just these names (the others are left out). A contract's expressions read a
+    few variables, and the ones they mostly do not read (``events``, ``turns``,
+    ``harness``) cost the most to build. ``truncated`` depends on every cap, so asking for
+    it builds everything.
+    """
+    if only is not None and "truncated" not in only:
+        return _some(_Digest(subject, harness), [n for n in v.INPUT_VARIABLES if n in only])
+    digest = _Digest(subject, harness)
+    values = _some(digest, [n for n in v.INPUT_VARIABLES if n != "truncated"])
+    values["truncated"] = digest.truncated()
     return values
+
+
+def _some(digest: _Digest, names: Sequence[str]) -> dict[str, Any]:
+    return {name: _BUILDERS[name](digest) for name in names}
+
+
+class _Digest:
+    """One subject's events, with the parts several variables share computed once."""
+
+    def __init__(self, subject: Subject, harness: Harness) -> None:
+        self.subject, self.harness, self.events, self.caps = subject, harness, subject.events, Caps()
+
+    @cached_property
+    def turns(self) -> list[_Turn]:
+        return _turns(self.events)
+
+    @cached_property
+    def served_by(self) -> str | None:
+        return _served_by(self.events)
+
+    @cached_property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return _tool_calls(self.events, self.harness, self.served_by, self.caps)
+
+    @cached_property
+    def outcome(self) -> dict[str, Any]:
+        return _outcome(self.events)
+
+    def truncated(self) -> bool:
+        """Whether any cap applied to the variables built so far (call it last)."""
+        return (self.caps.truncated or len(self.events) > MAX_EVENTS
+                or len(self.turns) > MAX_TURNS or len(self.tool_calls) > MAX_TOOL_CALLS)
+
+
+_BUILDERS: dict[str, Callable[[_Digest], Any]] = {
+    "subject": lambda d: _subject(d.subject),
+    "events": lambda d: [_event(e, d.caps) for e in d.events[:MAX_EVENTS]],
+    "turns": lambda d: [_turn_json(t, d.caps) for t in d.turns[:MAX_TURNS]],
+    "user_text": lambda d: d.caps.text("\n\n".join(t.user_text for t in d.turns), MAX_TEXT),
+    "assistant_text": lambda d: d.caps.text("\n\n".join("\n".join(t.assistant) for t in d.turns),
+                                            MAX_TEXT),
+    "tool_calls": lambda d: d.tool_calls[:MAX_TOOL_CALLS],
+    "feedback": lambda d: _feedback(d.events, d.caps),
+    "outcome": lambda d: d.outcome["outcome"],
+    "outcome_score": lambda d: d.outcome["outcome_score"],
+    "specialist": lambda d: d.served_by,
+    "specialists": lambda d: _distinct(_specialist(e) for e in d.events),
+    "adapter_version": lambda d: _last(_adapter_version(e) for e in d.events),
+    "harness": lambda d: d.harness.model_dump(mode="json"),
+    "counts": lambda d: _counts(d.events, d.turns, d.tool_calls),
+    "duration_s": lambda d: _duration(d.events),
+}
 
 
 def _subject(subject: Subject) -> dict[str, Any]:
@@ -108,7 +111,7 @@ def _subject(subject: Subject) -> dict[str, Any]:
     }
 
 
-def _event(event: RecordedEvent, caps: _Caps) -> dict[str, Any]:
+def _event(event: RecordedEvent, caps: Caps) -> dict[str, Any]:
     meta = event.metadata
     return {
         "event_id": str(event.event_id),
@@ -146,7 +149,7 @@ def _turns(events: tuple[RecordedEvent, ...]) -> list[_Turn]:
     return turns
 
 
-def _turn_json(turn: _Turn, caps: _Caps) -> dict[str, Any]:
+def _turn_json(turn: _Turn, caps: Caps) -> dict[str, Any]:
     return {
         "user_seq": turn.user_seq,
         "user_text": caps.text(turn.user_text),
@@ -160,7 +163,7 @@ def _turn_json(turn: _Turn, caps: _Caps) -> dict[str, Any]:
 
 
 def _tool_calls(
-    events: tuple[RecordedEvent, ...], harness: Harness, served_by: str | None, caps: _Caps
+    events: tuple[RecordedEvent, ...], harness: Harness, served_by: str | None, caps: Caps
 ) -> list[dict[str, Any]]:
     results = {_str(e.payload.get("call_id")): e.payload for e in events if e.type == v.TOOL_RESULT}
     calls = []
@@ -185,7 +188,7 @@ def _tool_calls(
     return calls
 
 
-def _feedback(events: tuple[RecordedEvent, ...], caps: _Caps) -> dict[str, Any]:
+def _feedback(events: tuple[RecordedEvent, ...], caps: Caps) -> dict[str, Any]:
     ratings: list[float] = []
     comments: list[str] = []
     up = down = 0

@@ -23,8 +23,8 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import cel
@@ -74,6 +74,11 @@ class CompiledExpression:
     variables: frozenset[str]  # free input variables the expression reads
     functions: frozenset[str] = frozenset()  # extension functions it calls (metered)
     metered_loops: bool = False  # it has comprehensions, so it calls the loop meter
+    rewritten: str = ""  # the metered rewrite `program` was compiled from
+    # Per variable read, the fields it is read through (None: the value itself); and the
+    # fields the context may bind of each map variable instead of the whole (cel_binding).
+    field_reads: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+    projections: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 _CEL_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*([^\n]*)")
@@ -100,7 +105,34 @@ def compile_expression(
     variables = _check_names(source, scanned, frozenset(known_variables))
     functions = frozenset(c.name for c in scanned.calls) & cel_functions.EXTENSION_FUNCTIONS.keys()
     return CompiledExpression(source, _compile_cel(scanned.rewritten), variables,
-                              frozenset(functions), scanned.loops > 0)
+                              frozenset(functions), scanned.loops > 0, scanned.rewritten,
+                              cel_scan.field_reads(scanned, variables))
+
+
+def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpression:
+    """One program whose value is the list of the expressions' values, in order; for when
+    that may stand in for evaluating them one by one, see contract/evaluate.py.
+
+    Each element is the expression's metered rewrite in parentheses, on lines of its own
+    (a trailing comment in one must not swallow the bracket that closes it).
+    """
+    body = ",".join(f"(\n{e.rewritten}\n)" for e in expressions)
+    return CompiledExpression(
+        f"[{', '.join(e.source for e in expressions)}]", _compile_cel(f"[{body}]"),
+        frozenset().union(*(e.variables for e in expressions)),
+        frozenset().union(*(e.functions for e in expressions)),
+        any(e.metered_loops for e in expressions), f"[{body}]", merged_field_reads(expressions))
+
+
+def merged_field_reads(expressions: Iterable[CompiledExpression]) -> dict[str, frozenset[str] | None]:
+    """The fields each variable is read through by any of ``expressions`` (None: by one
+    of them as a whole)."""
+    merged: dict[str, frozenset[str] | None] = {}
+    for expression in expressions:
+        for name, fields in expression.field_reads.items():
+            known = merged.get(name, frozenset())
+            merged[name] = None if fields is None or known is None else known | fields
+    return merged
 
 
 def _compile_cel(text: str) -> cel.Program:

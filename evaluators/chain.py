@@ -31,13 +31,16 @@ SEAL_TYPE = "reward.sealed"
 SEAL_STREAM = "rewards:seals"
 
 
-def chained_content(record: RewardRecord) -> dict[str, Any]:
-    """What the hash covers: the wire form (position included) without the two hashes.
+def chained_content(record: RewardRecord, position: int | None = None) -> dict[str, Any]:
+    """What the hash covers: the wire form (position included) without the two hashes;
+    ``position``: the one the record is about to take, in place of its own.
 
     The score is hashed as a float: an int score written from memory (1) must hash the
     same as the float the database hands back (1.0).
     """
     content = record.to_json()
+    if position is not None:
+        content["position"] = position
     content.pop("prev_hash", None)
     content.pop("hash", None)
     if content["score"] is not None:
@@ -45,8 +48,16 @@ def chained_content(record: RewardRecord) -> dict[str, Any]:
     return content
 
 
-def reward_hash(prev_hash: str, record: RewardRecord) -> str:
-    return hashlib.sha256((prev_hash + canonical_json(chained_content(record))).encode()).hexdigest()
+def reward_hash(prev_hash: str, record: RewardRecord, position: int | None = None) -> str:
+    """The hash of ``record`` (at ``position`` when given, else its own) after ``prev_hash``."""
+    content = canonical_json(chained_content(record, position))
+    return hashlib.sha256((prev_hash + content).encode()).hexdigest()
+
+
+def chained(record: RewardRecord, position: int, prev_hash: str) -> RewardRecord:
+    """``record`` placed at ``position`` after the row hashed ``prev_hash``, with its hash
+    (one copy of the record, not one to hash and another to store)."""
+    return record.placed(position, prev_hash, reward_hash(prev_hash, record, position))
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,21 @@
 
 One step is: poll a batch, refresh the active contract versions, find the subjects the
 batch closes, score each under every version that applies, store the rewards in one
-transaction, then commit the consumer position. Publishing a version (an event in the
-same log) starts its re-evaluation of history, which the worker advances a chunk at a
-time between polls.
+transaction, and commit the consumer position with them (database log) or after them
+(Kafka). Publishing a version (an event in the same log) starts its re-evaluation of
+history, which the worker advances a chunk at a time between polls.
 
 Why the order matters:
 
-* Rewards are durable before the offset or checkpoint is committed. A crash between the
-  two redelivers the batch; the reward store skips what already exists, so nothing is
-  lost and nothing is doubled (at-least-once delivery, exactly-once rewards).
-* The active versions are refreshed after the poll, before scoring. A version published
+* Rewards are durable before the offset is committed. A crash between the two
+  redelivers the batch; the reward store skips what already exists, so nothing is lost
+  and nothing is doubled (at-least-once delivery, exactly-once rewards). The database
+  reader's checkpoint commits in the rewards' own transaction: exactly-once outright.
+* Re-evaluation jobs of publications in the batch start before the position commits,
+  so a crash cannot leave a publication consumed and its job never started (a job
+  started twice is the same job).
+* The active versions are refreshed after the poll, before scoring (with the database
+  reader, when the batch holds a contract event: see ``_versions``). A version published
   at position p commits before any event at a position > p can commit (positions are
   allocated under the log lock in commit order), so any polled event after p is visible
   only once the version is: it is scored under it. Events at or before p are covered by
@@ -29,11 +34,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.exc import DBAPIError
 
-from contract.versions import ContractVersions, VersionConflict, VersionNotFound
+from contract.versions import ContractVersions, VersionConflict, VersionNotFound, contract_stream
 from evaluators.active import ActiveContracts
+from evaluators.model import RewardRecord
 from evaluators.reevaluation import Job, Reevaluations
 from evaluators.rewards import RewardStore
-from evaluators.scoring import score_subjects, subject_kinds
+from evaluators.scoring import ScoringVersion, score_subjects, subject_kinds
 from evaluators.subjects import SubjectReader
 from events.feed import DatabaseLogReader, KafkaRecordReader, LogReader
 from events.model import RecordedEvent
@@ -42,6 +48,9 @@ from events.store import EventStore
 log = logging.getLogger(__name__)
 
 CONTRACT_PUBLISHED = "contract.published"
+CONTRACT_STREAM = contract_stream("")  # the prefix of every contract's stream
+JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
+REFRESH_S = 10.0  # the longest the database reader goes without re-reading active versions
 
 
 @dataclass(frozen=True)
@@ -76,27 +85,63 @@ class Evaluator:
         self.reader, self.batch_size = reader, batch_size
         self.active = ActiveContracts(contracts, subject_budget_s)
         self.subjects = SubjectReader(store)
+        self._next_jobs_look = 0.0  # monotonic time; 0: look at the first step
+        self._next_refresh = 0.0  # when the active versions are read again regardless
 
     def poll_once(self, timeout: float = 1.0) -> StepResult:
-        """Score one polled batch and commit the consumer position after the rewards."""
+        """Score one polled batch; commit the consumer position with or after the rewards."""
         events = self.reader.poll(self.batch_size, timeout)
         if not events:
             return StepResult()
         try:
-            versions = self.active.refresh()  # after the poll: see the module docstring
+            versions = self._versions(events)  # after the poll: see the module docstring
             subjects = self.subjects.closed_by(events, subject_kinds(versions))
-            created = self.rewards.record(score_subjects(subjects, versions))
+            scored = score_subjects(subjects, versions)
+            # Before the position can commit: a publication's job must not be skipped.
             started = tuple(self._start_jobs(events))
+            created = self._record(scored)
         except Exception:
             self.reader.rewind()  # nothing committed: the same batch comes again
             raise
         self.reader.commit()  # only now: every reward of the batch is durable
         return StepResult(len(events), len(subjects), len(created), started)
 
+    def _versions(self, events: Sequence[RecordedEvent]) -> list[ScoringVersion]:
+        """The active versions, read again unless nothing can have changed them.
+
+        The database reader hands out every event in position order, and a version's
+        status changes only together with an event on its contract's stream (in the same
+        transaction); so a batch without one leaves them as they were. Kafka readers see
+        their partitions only, and read them every time; so does everyone now and then.
+        """
+        now = time.monotonic()
+        if (not isinstance(self.reader, DatabaseLogReader) or now >= self._next_refresh
+                or any(e.stream_id.startswith(CONTRACT_STREAM) for e in events)):
+            self._next_refresh = now + REFRESH_S
+            return self.active.refresh()
+        return self.active.versions
+
+    def _record(self, records: list[RewardRecord]) -> list[RewardRecord]:
+        """Store the rewards; a reader that keeps its position in the database commits it
+        in the same transaction (then the ``commit`` after it has nothing left to do)."""
+        if isinstance(self.reader, DatabaseLogReader):
+            with self.reader.committing() as conn:
+                return self.rewards.record(records, conn)
+        return self.rewards.record(records)
+
     def step(self, timeout: float = 1.0) -> StepResult:
-        """One poll, then one chunk of re-evaluation if any job is running."""
+        """One poll, then one chunk of re-evaluation if any job is running.
+
+        While none is, jobs are looked for at most every ``JOBS_LOOK_S`` (a query per
+        step cost as much as scoring a tenth of the batch): one this worker starts, or
+        that was running at the last look, is advanced at once; one another process
+        started waits for the next look.
+        """
         result = self.poll_once(timeout)
-        job = self.reevaluations.step()
+        job = None
+        if result.jobs_started or time.monotonic() >= self._next_jobs_look:
+            job = self.reevaluations.step()
+            self._next_jobs_look = 0.0 if job is not None else time.monotonic() + JOBS_LOOK_S
         return StepResult(result.events, result.subjects, result.rewards, result.jobs_started, job)
 
     def run(self, stop: threading.Event, on_step: Callable[[StepResult], None] | None = None,
@@ -119,14 +164,19 @@ class Evaluator:
     def drain(self, timeout: float = 120.0,
               on_step: Callable[[StepResult], None] | None = None) -> Totals:
         """Until the log is consumed and no re-evaluation job is running (``--once``)."""
-        totals, deadline = Totals(), time.monotonic() + timeout
+        totals, deadline, wait = Totals(), time.monotonic() + timeout, 0.0
         while time.monotonic() < deadline:
-            result = self.step(0.5)
+            result = self.step(wait)
             totals.add(result)
             if on_step is not None and (result.events or result.job_progress):
                 on_step(result)
-            if not result.events and result.job_progress is None and self._caught_up():
+            idle = not result.events and result.job_progress is None
+            if idle and self._caught_up():
                 return totals
+            # Polls do not wait while there is work, so the step that finds the log
+            # consumed returns at once (not after a poll timeout); wait only when an empty
+            # poll left us behind (a Kafka fetch still on its way, a commit in flight).
+            wait = 0.5 if idle else 0.0
         raise TimeoutError(f"evaluator did not catch up within {timeout:.0f}s")
 
     def _caught_up(self) -> bool:
@@ -137,7 +187,7 @@ class Evaluator:
     def _start_jobs(self, events: Sequence[RecordedEvent]) -> list[Job]:
         started = []
         for event in events:
-            if event.type != CONTRACT_PUBLISHED or not event.stream_id.startswith("contract:"):
+            if event.type != CONTRACT_PUBLISHED or not event.stream_id.startswith(CONTRACT_STREAM):
                 continue
             name, version = event.payload.get("name"), event.payload.get("version")
             try:

@@ -62,6 +62,17 @@ class RewardRecord:
     prev_hash: str | None = None  # the reward chain (evaluators/chain.py), set when stored
     hash: str | None = None
 
+    def placed(self, position: int, prev_hash: str, hash: str) -> RewardRecord:
+        """This record at ``position`` in the reward chain.
+
+        A copy of the fields rather than ``dataclasses.replace``, which reads every field
+        through ``getattr`` and runs ``__init__`` again: a third of the cost of storing a
+        reward's chain link. The fields are values already checked by ``__init__``.
+        """
+        copy = object.__new__(RewardRecord)
+        copy.__dict__.update(self.__dict__, position=position, prev_hash=prev_hash, hash=hash)
+        return copy
+
     @property
     def key(self) -> tuple[str, str, int]:
         """The uniqueness key: one reward per (subject, contract version)."""

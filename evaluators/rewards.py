@@ -1,38 +1,27 @@
 """The reward store: append reward records once per (subject, contract version), and query them.
 
-Two rules shape ``record``:
-
-* ``position`` is gapless and in commit order, because the outbox relay tails it to
-  ``hcp.rewards`` and the trainer cuts datasets by it: a reader that saw 7 must never
-  find a late-committing 6. Positions are therefore allocated under a transaction-scoped
-  lock held until commit, as the event store does (a different lock key: reward writers
-  need not wait for event writers). On SQLite the engine's BEGIN IMMEDIATE serialises.
-* Insert-or-skip: under that lock, rows whose (subject, contract version) already exists
-  are dropped *before* positions are handed out. ``ON CONFLICT DO NOTHING`` would not do:
-  the skipped row would already own a position and leave a gap. The UNIQUE constraint
-  stays as the last line of defence against a writer that bypasses this class.
+The write path (positions under a lock, insert-or-skip, the reward chain) is
+evaluators/reward_writes.py; here are the store and the reads.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, any_, bindparam, func, select
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.types import String
 
-from evaluators.chain import GENESIS_HASH, reward_hash
-from evaluators.model import RewardRecord, errors_from_text, errors_text
+from evaluators.chain import GENESIS_HASH
+from evaluators.model import RewardRecord, errors_from_text
+from evaluators.reward_writes import append_rewards
 from evaluators.tables import reward_records as rr
 from kernel.clock import utc
-from kernel.db import is_postgres, reading
-from kernel.sql import head, insert_rows, lock_writers
+from kernel.db import reading
+from kernel.sql import head
 
-REWARD_LOCK_KEY = 0x484350525744  # "HCPRWD"; the event log uses "HCPLOG"
 _ID_CHUNK = 500  # ids per IN (...)
 
 
@@ -80,37 +69,9 @@ class RewardStore:
             conn: a transaction to join (so a checkpoint or job progress commits with them).
         """
         if conn is not None:
-            return self._record(conn, records)
+            return append_rewards(conn, records)
         with self.engine.begin() as own:
-            return self._record(own, records)
-
-    def _record(self, conn: Connection, records: Sequence[RewardRecord]) -> list[RewardRecord]:
-        if not records:
-            return []
-        # Held until this transaction commits: the next writer reads the head only after
-        # our rows are visible, so positions commit in order and without gaps.
-        lock_writers(conn, REWARD_LOCK_KEY)
-        seen = self._existing(conn, list({r.subject_id for r in records}))
-        position, prev_hash = self.chain_head(conn)
-        created: list[RewardRecord] = []
-        for record in records:
-            if record.key in seen:
-                continue  # redelivery, a restart, a second worker: already judged
-            seen.add(record.key)
-            position += 1
-            placed = replace(record, position=position, prev_hash=prev_hash, hash=None)
-            prev_hash = reward_hash(prev_hash, placed)
-            created.append(replace(placed, hash=prev_hash))
-        insert_rows(conn, rr, [to_row(r) for r in created], _JSON_COLUMNS)
-        return created
-
-    def _existing(self, conn: Connection, subject_ids: list[str]) -> set[tuple[str, str, int]]:
-        columns = (rr.c.subject_id, rr.c.contract_name, rr.c.contract_version)
-        if is_postgres(conn):
-            rows = conn.execute(select(*columns).where(rr.c.subject_id == any_(_IDS)), {"ids": subject_ids})
-        else:
-            rows = conn.execute(select(*columns).where(rr.c.subject_id.in_(subject_ids)))
-        return {(r[0], r[1], int(r[2])) for r in rows}
+            return append_rewards(own, records)
 
     def head(self, tenant: str | None = None) -> int:
         """The last committed reward position (0 when there is none), or the tenant's last."""
@@ -295,26 +256,6 @@ class RewardStore:
             rr.c.contract_name == contract_name, rr.c.contract_version == contract_version)
         with self.engine.connect() as conn:
             return int(conn.execute(statement).scalar() or 0)
-
-
-_IDS = bindparam("ids", type_=ARRAY(String))
-_JSON_COLUMNS = frozenset({"event_ids", "components", "gates"})
-
-
-def to_row(record: RewardRecord) -> dict[str, Any]:
-    return {
-        "position": record.position, "reward_id": record.reward_id, "subject_id": record.subject_id,
-        "subject_kind": record.subject_kind, "stream_id": record.stream_id,
-        "first_position": record.first_position, "last_position": record.last_position,
-        "event_ids": list(record.event_ids), "contract_name": record.contract_name,
-        "contract_version": record.contract_version, "contract_hash": record.contract_hash,
-        "evaluator_version": record.evaluator_version, "score": record.score,
-        "components": dict(record.components), "gates": dict(record.gates), "split": record.split,
-        "specialist": record.specialist, "adapter_version": record.adapter_version,
-        "eligible": record.eligible, "error": errors_text(record.errors),
-        "created_at": utc(record.created_at), "tenant": record.tenant,
-        "prev_hash": record.prev_hash, "hash": record.hash,
-    }
 
 
 def from_row(row: Any) -> RewardRecord:

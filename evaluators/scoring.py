@@ -27,18 +27,28 @@ class ScoringVersion:
         return self.compiled.document.evaluation.subject
 
 
+# Input variables read here and by the reward records (model.reward_for), beside those
+# the contract engine reads (CompiledContract.reads).
+EVALUATOR_READS = frozenset({"specialist", "adapter_version"})
+
+
 def evaluate(subject: Subject, version: ScoringVersion,
              inputs: dict[int, dict[str, Any]] | None = None) -> tuple[Evaluation, dict[str, Any]]:
-    """One subject under one version, with the input it was judged on.
+    """One subject under one version, with the input it was judged on: the variables its
+    expressions, the engine and the reward read (the others are not built).
 
     ``inputs`` caches the input per harness object: versions that share a harness (most
-    of a contract's versions do) share the work of digesting the subject.
+    of a contract's versions do) share the work of digesting the subject. A version that
+    reads a variable the cached input lacks rebuilds it with both versions' variables.
     """
     harness = version.compiled.document.harness
     cache = inputs if inputs is not None else {}
+    needed = version.compiled.reads | EVALUATOR_READS
     subject_input = cache.get(id(harness))
-    if subject_input is None:
-        subject_input = cache[id(harness)] = build_input(subject, harness)
+    if subject_input is None or not needed <= subject_input.keys():
+        if subject_input is not None:
+            needed |= subject_input.keys()
+        subject_input = cache[id(harness)] = build_input(subject, harness, needed)
     return evaluate_subject(version.compiled, subject_input), subject_input
 
 

@@ -9,7 +9,9 @@ events in the stream, never on a clock).
 A subject never spans an ``episode.completed`` (an episode ends there, and a turn ends at
 the next ``turn.user`` or ``episode.completed``), so for a stream it is enough to read from
 the last ``episode.completed`` before the first closing event in the batch, up to the
-last one: bounded reads, all streams of a batch in one query.
+last one: bounded reads, all streams of a batch in one query. The part of a window
+before the batch is mostly the tail of the previous batches, kept in memory
+(evaluators/recent_events.py); only the rest is read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from contract.subject import Subject, finished_subjects
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
+from evaluators.recent_events import RecentEvents
 from events.model import RecordedEvent
 from events.store import EventStore
 
@@ -59,6 +62,7 @@ class SubjectReader:
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
+        self.recent = RecentEvents()  # windows of streams the last batches left open
 
     def closed_by(self, events: Sequence[RecordedEvent], kinds: Iterable[str]) -> list[Subject]:
         """The subjects of ``kinds`` closed by any of ``events``.
@@ -71,11 +75,18 @@ class SubjectReader:
         kinds = set(kinds)
         closers = closing_seqs(events)
         if not closers or not kinds:
+            self.recent.add(events)
             return []
         in_batch = _contiguous_runs(events, closers)
         reads = {stream: (seqs[0], in_batch[stream][0].stream_seq - 1 if stream in in_batch else seqs[-1])
                  for stream, seqs in closers.items()}
-        windows = self._read({s: r for s, r in reads.items() if r[1] > 0})
+        windows: dict[str, list[RecordedEvent]] = {}
+        for stream in in_batch:  # the batch's events before its first closer are gapless
+            window = self.recent.window(stream, reads[stream][1])
+            if window is not None:
+                windows[stream] = window
+        windows.update(self._read({s: r for s, r in reads.items() if r[1] > 0 and s not in windows}))
+        self.recent.add(events)
         subjects: list[Subject] = []
         for stream, seqs in closers.items():
             window = windows.get(stream, []) + in_batch.get(stream, [])

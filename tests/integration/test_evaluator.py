@@ -13,6 +13,8 @@ from evaluators.evaluator import Evaluator
 from evaluators.rewards import RewardQuery, RewardStore
 from evaluators.tables import reward_records
 from events.checkpoints import Checkpoints
+from events.feed import DatabaseLogReader, LogReader
+from events.model import RecordedEvent
 from hcp.bootstrap import Container
 from hcp.settings import Settings
 from kernel.db import make_engine
@@ -87,15 +89,32 @@ def test_redelivery_a_restart_and_a_second_worker_add_nothing(container: Contain
     assert rewards(container) == first
 
 
-def test_rewards_are_durable_before_the_position_is_committed(container: Container) -> None:
-    publish(container.contracts, contract_text())
-    conversation(container.store, turns=2)
-    worker = container.evaluator()
+class OffsetReader(LogReader[RecordedEvent]):
+    """A reader whose position lives outside the database (as Kafka offsets do): the
+    evaluator commits it after the rewards' transaction. Reads the log like ``inner``."""
 
-    def crash() -> None:
+    def __init__(self, inner: DatabaseLogReader) -> None:
+        self.inner = inner
+
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[RecordedEvent]:
+        return self.inner.poll(max_records, timeout)
+
+    def commit(self) -> None:
         raise RuntimeError("killed between the reward commit and the offset commit")
 
-    worker.reader.commit = crash  # type: ignore[method-assign]
+    def rewind(self) -> None:
+        self.inner.rewind()
+
+    def close(self) -> None:
+        pass
+
+
+def test_rewards_are_durable_before_an_offset_is_committed(container: Container) -> None:
+    publish(container.contracts, contract_text())
+    conversation(container.store, turns=2)
+    worker = container.evaluator(reader=OffsetReader(DatabaseLogReader(
+        container.engine, container.store, "evaluator")))
+
     with pytest.raises(RuntimeError):
         while True:
             worker.poll_once(0.1)
@@ -104,6 +123,26 @@ def test_rewards_are_durable_before_the_position_is_committed(container: Contain
 
     drain(container)  # the restarted worker sees the whole batch again
     assert len(rewards(container)) == 2
+
+
+def test_the_database_position_commits_with_the_rewards_or_not_at_all(container: Container) -> None:
+    publish(container.contracts, contract_text())
+    conversation(container.store, turns=2)
+    worker = container.evaluator()
+
+    def crash(*args: object) -> None:
+        raise RuntimeError("killed inside the rewards' transaction")
+
+    worker.reader.checkpoints.save = crash  # type: ignore[attr-defined,method-assign]
+    with pytest.raises(RuntimeError):
+        while True:
+            worker.poll_once(0.1)
+    assert rewards(container) == []
+    assert Checkpoints(container.engine).load("reader:evaluator") == 0
+
+    drain(container)
+    assert len(rewards(container)) == 2
+    assert Checkpoints(container.engine).load("reader:evaluator") == container.store.head()
 
 
 def test_a_subject_an_expression_cannot_evaluate_gets_a_recorded_error(container: Container) -> None:
@@ -144,3 +183,19 @@ def test_reward_records_refuse_update_and_delete(container: Container) -> None:
             conn.execute(text(statement))
     with container.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(reward_records)).scalar() == 1
+
+
+def test_a_long_running_worker_sees_versions_published_and_retired_between_its_polls(
+        container: Container) -> None:
+    worker = container.evaluator()
+    publish(container.contracts, contract_text())
+    first = conversation(container.store, turns=1)
+    worker.drain(timeout=60)
+    publish(container.contracts, contract_text(answered_weight=3.0), parent=1)
+    container.serving.move("default", None, 2, "test", "v2 takes over")
+    container.contracts.retire("default", 1, "test")
+    second = conversation(container.store, turns=1)
+    worker.drain(timeout=60)  # the same worker: its active versions are not read afresh
+
+    made = {(r.stream_id, r.contract_version) for r in rewards(container)}
+    assert made == {(first, 1), (first, 2), (second, 2)}  # history by the job, no v1 after retiring

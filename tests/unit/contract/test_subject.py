@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from contract.inputs import MAX_DEPTH, MAX_EVENTS, MAX_STRING, build_input
+from contract.input_caps import MAX_DEPTH, MAX_EVENTS, MAX_STRING
+from contract.inputs import build_input
 from contract.subject import finished_subjects, subjects_closed_by_last
 from tests.unit.contract.factories import Stream, minimal_doc
 

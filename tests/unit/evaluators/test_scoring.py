@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from contract.document import parse_contract
@@ -81,10 +83,10 @@ def test_a_crash_inside_scoring_is_recorded_and_the_next_version_still_scores(
     broken, fine = version(contract_text(), 1), version(contract_text(answered_weight=2.0), 2)
     real = scoring.build_input
 
-    def build_input(subject, harness):  # type: ignore[no-untyped-def]
+    def build_input(subject, harness, only=None):  # type: ignore[no-untyped-def]
         if harness is broken.compiled.document.harness:
             raise RuntimeError("boom")
-        return real(subject, harness)
+        return real(subject, harness, only)
 
     monkeypatch.setattr(scoring, "build_input", build_input)
     failed, ok = score_subject(subject, [broken, fine])
@@ -104,3 +106,11 @@ def test_reward_json_is_the_wire_form() -> None:
     assert body["contract"] == {"name": "default", "version": 1,
                                 "content_hash": reward.contract_hash}
     assert body["errors"] == [] and body["score"] == 1.0
+
+
+def test_a_placed_reward_is_the_record_with_its_position_and_hashes() -> None:
+    _, [subject] = first_turn()
+    [reward] = score_subject(subject, [version(contract_text())])
+    placed = reward.placed(7, "a" * 64, "b" * 64)
+    assert placed == replace(reward, position=7, prev_hash="a" * 64, hash="b" * 64)
+    assert reward.position is None and reward.hash is None  # the original is untouched

@@ -1,0 +1,114 @@
+"""Appending reward records: numbered and chained under the reward writers' lock.
+
+Two rules shape ``append_rewards``:
+
+* ``position`` is gapless and in commit order, because the outbox relay tails it to
+  ``hcp.rewards`` and the trainer cuts datasets by it: a reader that saw 7 must never
+  find a late-committing 6. Positions are therefore allocated under a transaction-scoped
+  lock held until commit, as the event store does (a different lock key: reward writers
+  need not wait for event writers). On SQLite the engine's BEGIN IMMEDIATE serialises.
+* Insert-or-skip: under that lock, rows whose (subject, contract version) already exists
+  are dropped *before* positions are handed out. ``ON CONFLICT DO NOTHING`` would not do:
+  the skipped row would already own a position and leave a gap. The UNIQUE constraint
+  stays as the last line of defence against a writer that bypasses this module.
+
+On psycopg the lock and the two reads it guards (which of the subjects are stored, the
+chain head) go in one pipelined round trip, and the rows in one COPY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import any_, bindparam, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
+from sqlalchemy.types import String
+
+from evaluators.chain import GENESIS_HASH, chained
+from evaluators.model import RewardRecord, errors_text
+from evaluators.tables import reward_records as rr
+from kernel.clock import utc
+from kernel.db import is_postgres
+from kernel.sql import insert_rows, lock_writers, pipelined
+
+REWARD_LOCK_KEY = 0x484350525744  # "HCPRWD"; the event log uses "HCPLOG"
+JSON_COLUMNS = frozenset({"event_ids", "components", "gates"})
+
+Keys = set[tuple[str, str, int]]  # (subject, contract, version) of stored rewards
+
+
+def append_rewards(conn: Connection, records: Sequence[RewardRecord]) -> list[RewardRecord]:
+    """Store, in ``conn``'s transaction, the records not stored yet, in order; return
+    those, with their positions and hashes."""
+    if not records:
+        return []
+    subject_ids = list({r.subject_id for r in records})
+    # Held until this transaction commits: the next writer reads the head only after
+    # our rows are visible, so positions commit in order and without gaps.
+    if conn.dialect.driver == "psycopg":
+        seen, (position, prev_hash) = _locked_reads_pipelined(conn, subject_ids)
+    else:
+        seen, (position, prev_hash) = _locked_reads(conn, subject_ids)
+    created: list[RewardRecord] = []
+    for record in records:
+        if record.key in seen:
+            continue  # redelivery, a restart, a second worker: already judged
+        seen.add(record.key)
+        position += 1
+        placed = chained(record, position, prev_hash)
+        prev_hash = placed.hash or ""
+        created.append(placed)
+    insert_rows(conn, rr, [to_row(r) for r in created], JSON_COLUMNS)
+    return created
+
+
+def _locked_reads_pipelined(conn: Connection, subject_ids: list[str]) -> tuple[Keys, tuple[int, str]]:
+    """The lock, the stored keys of these subjects and the chain head, in one round trip
+    (each statement still reads after the lock is held)."""
+    _, stored, head = pipelined(conn, [
+        ("SELECT pg_advisory_xact_lock(%s)", (REWARD_LOCK_KEY,)),
+        (_STORED_KEYS, (subject_ids,)),
+        (_CHAIN_HEAD, None),
+    ])
+    return _keys(stored), (int(head[0][0]), str(head[0][1])) if head else (0, GENESIS_HASH)
+
+
+def _locked_reads(conn: Connection, subject_ids: list[str]) -> tuple[Keys, tuple[int, str]]:
+    lock_writers(conn, REWARD_LOCK_KEY)  # (a no-op on SQLite; see the module docstring)
+    columns = (rr.c.subject_id, rr.c.contract_name, rr.c.contract_version)
+    if is_postgres(conn):
+        rows = conn.execute(select(*columns).where(rr.c.subject_id == any_(_IDS)), {"ids": subject_ids})
+    else:
+        rows = conn.execute(select(*columns).where(rr.c.subject_id.in_(subject_ids)))
+    seen = _keys(rows)
+    head = conn.execute(select(rr.c.position, rr.c.hash).order_by(rr.c.position.desc()).limit(1)).first()
+    return seen, (int(head[0]), str(head[1])) if head else (0, GENESIS_HASH)
+
+
+def _keys(rows: Any) -> Keys:
+    return {(r[0], r[1], int(r[2])) for r in rows}
+
+
+_IDS = bindparam("ids", type_=ARRAY(String))
+_STORED_KEYS = ("SELECT subject_id, contract_name, contract_version FROM reward_records "
+                "WHERE subject_id = ANY(%s::text[])")
+_CHAIN_HEAD = "SELECT position, hash FROM reward_records ORDER BY position DESC LIMIT 1"
+
+
+def to_row(record: RewardRecord) -> dict[str, Any]:
+    """The row of a record as ``insert_rows`` takes it (JSON columns as objects)."""
+    return {
+        "position": record.position, "reward_id": record.reward_id, "subject_id": record.subject_id,
+        "subject_kind": record.subject_kind, "stream_id": record.stream_id,
+        "first_position": record.first_position, "last_position": record.last_position,
+        "event_ids": list(record.event_ids), "contract_name": record.contract_name,
+        "contract_version": record.contract_version, "contract_hash": record.contract_hash,
+        "evaluator_version": record.evaluator_version, "score": record.score,
+        "components": dict(record.components), "gates": dict(record.gates), "split": record.split,
+        "specialist": record.specialist, "adapter_version": record.adapter_version,
+        "eligible": record.eligible, "error": errors_text(record.errors),
+        "created_at": utc(record.created_at), "tenant": record.tenant,
+        "prev_hash": record.prev_hash, "hash": record.hash,
+    }

@@ -28,6 +28,7 @@ from sqlalchemy.types import String
 from evaluators.chain import GENESIS_HASH, reward_hash
 from evaluators.model import RewardRecord, errors_from_text, errors_text
 from evaluators.tables import reward_records as rr
+from events.relay_wake import notify_outbox
 from kernel.clock import utc
 from kernel.db import is_postgres, reading
 from kernel.sql import head, insert_rows, lock_writers
@@ -94,6 +95,8 @@ class RewardStore:
             prev_hash = reward_hash(prev_hash, placed)
             created.append(replace(placed, hash=prev_hash))
         insert_rows(conn, rr, [to_row(r) for r in created], _JSON_COLUMNS)
+        if created:
+            notify_outbox(conn)  # the relay publishes them on commit, not at its next poll
         return created
 
     def _existing(self, conn: Connection, subject_ids: list[str]) -> set[tuple[str, str, int]]:

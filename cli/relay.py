@@ -46,7 +46,7 @@ def relay(
             loop = RelayLoop(feeds, publisher, Checkpoints(container.engine),
                              page_size=page_size, before_publish=lock.check,
                              waker=OutboxWaker(container.engine), fallback_s=settings.relay_fallback_s,
-                             idle_interval=settings.relay_poll_s)
+                             linger_s=settings.relay_linger_s, idle_interval=settings.relay_poll_s)
             try:
                 _publish(loop, stop, once, feeds, settings.kafka_bootstrap, container.tree_builder)
             except LockLost:

@@ -129,16 +129,18 @@ class RelayLoop:
                  checkpoints: Checkpoints, page_size: int = 1000,
                  idle_interval: float = 0.05, max_backoff: float = 10.0,
                  before_publish: Callable[[], None] | None = None,
-                 waker: OutboxWaker | None = None, fallback_s: float = 1.0) -> None:
+                 waker: OutboxWaker | None = None, fallback_s: float = 1.0,
+                 linger_s: float = 0.0) -> None:
         """``before_publish`` runs before every page goes out and raises to stop it (the
         relay lock's ``check``: a relay that lost its lock must not publish another page).
         With a ``waker`` that listens (PostgreSQL), an idle relay waits for a commit's
         notification, reading anyway every ``fallback_s``; without one it polls every
-        ``idle_interval`` (events/relay_wake.py)."""
+        ``idle_interval`` (events/relay_wake.py). ``linger_s``: how long it lets commits
+        gather after a notification before it reads them."""
         self.feeds, self.publisher, self.checkpoints = list(feeds), publisher, checkpoints
         self.page_size, self.idle_interval, self.max_backoff = page_size, idle_interval, max_backoff
         self.before_publish = before_publish
-        self.waker, self.fallback_s = waker, fallback_s
+        self.waker, self.fallback_s, self.linger_s = waker, fallback_s, linger_s
         self.connection = StepConnection(getattr(checkpoints, "engine", None))
 
     def step(self) -> list[Progress]:
@@ -199,18 +201,28 @@ class RelayLoop:
                 for p in progress:
                     if p.published and on_progress is not None:
                         on_progress(p)
-                # Wait only when there was nothing to publish: after a short page, events that
-                # committed while it was in flight are already waiting, and waiting would add
-                # to their commit -> Kafka latency (pages grow under load).
-                if not any(p.published for p in progress):
+                if self._caught_up(progress):
                     self._idle(stop)
         finally:
             self.connection.close()
             if self.waker is not None:
                 self.waker.close()
 
+    def _listening(self) -> bool:
+        return self.waker is not None and self.waker.listening
+
+    def _caught_up(self, progress: list[Progress]) -> bool:
+        # Polling, wait only when there was nothing to publish: after a short page, events
+        # that committed while it was in flight are already waiting, and sleeping would add
+        # the interval to their commit -> Kafka latency (pages grow under load). Listening,
+        # a short page is enough: those commits' notifications are queued and end the wait
+        # at once, and an empty read after every page would cost round trips for nothing.
+        if self._listening():
+            return all(p.caught_up for p in progress)
+        return not any(p.published for p in progress)
+
     def _idle(self, stop: threading.Event) -> None:
-        if self.waker is not None and self.waker.listening:
-            self.waker.wait(stop, self.fallback_s)
+        if self.waker is not None and self._listening():
+            self.waker.wait(stop, self.fallback_s, self.linger_s)
         else:
             stop.wait(self.idle_interval)

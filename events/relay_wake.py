@@ -59,9 +59,12 @@ class OutboxWaker:
         if self.listening:
             self._listener()
 
-    def wait(self, stop: threading.Event, timeout: float) -> bool:
+    def wait(self, stop: threading.Event, timeout: float, linger: float = 0.0) -> bool:
         """Until a commit is notified (True), or ``timeout`` passes or ``stop`` is set (False).
-        Notifications that queued up meanwhile are all consumed: one read covers them."""
+
+        After a notification it lingers ``linger`` s, so that a trickle of commits makes one
+        relay step (and one Kafka request) rather than one each; then every notification
+        queued by then is consumed, since the read that follows covers their commits."""
         raw = self._listener() if self.listening else None
         if raw is None:
             stop.wait(timeout)
@@ -73,7 +76,9 @@ class OutboxWaker:
                 if left <= 0:
                     return False
                 if any(True for _ in raw.notifies(timeout=min(left, _SLICE_S), stop_after=1)):
-                    for _ in raw.notifies(timeout=0.0):  # the coalesced rest
+                    if linger > 0:
+                        stop.wait(linger)
+                    for _ in raw.notifies(timeout=0.0):  # the rest: the next read covers them
                         pass
                     return True
         except Exception as exc:  # a dead socket fails in driver-specific ways; poll meanwhile

@@ -22,9 +22,11 @@ from tests.integration.conftest import append_many, new_event
 class MemoryPublisher:
     def __init__(self) -> None:
         self.sent: list[OutboxMessage] = []
+        self.pages = 0
 
     def publish(self, topic: str, messages: Sequence[OutboxMessage]) -> None:
         self.sent.extend(messages)
+        self.pages += 1
 
 
 def seconds_until(condition, timeout: float = 20.0) -> float:  # type: ignore[no-untyped-def]
@@ -48,10 +50,11 @@ def running(loop: RelayLoop) -> Iterator[None]:
         assert not runner.is_alive(), "the relay did not stop within 5 s"
 
 
-def idle_relay(engine: Engine, waker: OutboxWaker, fallback_s: float) -> tuple[RelayLoop, MemoryPublisher]:
+def idle_relay(engine: Engine, waker: OutboxWaker, fallback_s: float,
+               linger_s: float = 0.0) -> tuple[RelayLoop, MemoryPublisher]:
     publisher = MemoryPublisher()
     loop = RelayLoop([EventsFeed(SqlEventStore(engine), "t.events")], publisher, Checkpoints(engine),
-                     waker=waker, fallback_s=fallback_s)
+                     waker=waker, fallback_s=fallback_s, linger_s=linger_s)
     return loop, publisher
 
 
@@ -67,6 +70,20 @@ def test_a_commit_wakes_the_relay_long_before_its_fallback(postgres_url: str) ->
     engine.dispose()
 
 
+def test_a_trickle_of_commits_within_the_linger_goes_out_as_one_page(postgres_url: str) -> None:
+    engine = make_engine(postgres_url)
+    store = SqlEventStore(engine)
+    loop, publisher = idle_relay(engine, OutboxWaker(engine), fallback_s=60.0, linger_s=0.5)
+    with running(loop):
+        time.sleep(0.3)
+        for _ in range(4):  # four commits, well within the half second it lingers
+            append_many(store, streams=1, per_stream=1)
+        seconds_until(lambda: len(publisher.sent) == 4)
+        time.sleep(0.2)
+    assert publisher.pages == 1
+    engine.dispose()
+
+
 def test_only_a_committed_append_notifies(postgres_url: str) -> None:
     engine = make_engine(postgres_url)
     store, never = SqlEventStore(engine), threading.Event()
@@ -79,6 +96,7 @@ def test_only_a_committed_append_notifies(postgres_url: str) -> None:
     assert not waker.wait(never, 0.3)
     append_many(store, streams=2, per_stream=3)
     append_many(store, streams=2, per_stream=3)
+    time.sleep(0.3)  # delivery to a listener is asynchronous: let both arrive
     assert waker.wait(never, 5.0)
     assert not waker.wait(never, 0.2), "queued notifications are consumed by one wake-up"
     waker.close()

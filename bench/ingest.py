@@ -40,11 +40,13 @@ from load import (
     KafkaWatcher,
     bodies,
     free_port,
+    load_average,
     make_items,
     paced,
     post_all,
     process,
     quantile,
+    wait_for_idle,
     wait_healthy,
     wait_until,
 )
@@ -61,10 +63,10 @@ from kernel.db import make_engine
 
 Results = dict[str, list[float]]
 ROWS: list[tuple[str, str, str, str, str]] = [  # label, ours, peer, unit, goal
-    ("end to end (HTTP->PG->relay->Kafka)", "e2e", "es_app", "events/s", ">= 1.0"),
+    ("end to end (HTTP->PG->relay->Kafka)*", "e2e", "es_app", "events/s", ">= 1.0"),
     ("store append", "append", "es_recorder", "events/s", ">= 0.8"),
     ("store append vs es Application", "append", "es_app_append", "events/s", ""),
-    ("HTTP POST batches", "http", "ingest", "events/s", ">= 0.85"),
+    ("HTTP POST batches*", "http", "ingest", "events/s", ">= 0.85"),
     ("relay drain vs bare confluent-kafka", "drain", "bare_confluent", "msg/s", ""),
     ("relay drain vs bare kafka-python", "drain", "bare_kafka_python", "msg/s", ""),
     ("end to end vs COPY ceiling", "e2e", "copy", "events/s", ""),
@@ -76,7 +78,7 @@ def main() -> None:
     results: Results = defaultdict(list)
     for r in range(args.repeats):
         idle = wait_for_idle(args.idle_wait)
-        print(f"repeat {r + 1}/{args.repeats} (machine {idle:.0%} idle)", flush=True)
+        print(f"repeat {r + 1}/{args.repeats} (machine {idle:.0%} idle, {load_average()})", flush=True)
         if args.only == "http":
             for workers in args.api_workers:
                 results[f"http_{workers}"].append(http_only(args, workers))
@@ -88,8 +90,8 @@ def main() -> None:
         for side in sides:
             for name, value in side(args).items():
                 results[name].append(value)
-        print("            " + ", ".join(f"{k} {v[-1]:,.4g}" for k, v in sorted(results.items())),
-              flush=True)
+        print("            " + ", ".join(f"{k} {v[-1]:,.4g}" for k, v in sorted(results.items()))
+              + f" ({load_average()} at the end)", flush=True)
     report(args, results)
 
 
@@ -150,7 +152,8 @@ def latencies(args: argparse.Namespace, base: str, key: str, topic: str,
                    poll=0.05)
     finally:
         watcher.close()
-    print(f"            single POSTs at {args.rate:.0f}/s: p50 {statistics.median(single) * 1e3:.1f} ms "
+    print(f"            ({load_average()})\n            single POSTs at {args.rate:.0f}/s: "
+          f"p50 {statistics.median(single) * 1e3:.1f} ms "
           f"p99 {quantile(single, 0.99) * 1e3:.1f} ms; commit->Kafka at {load_rate:,.0f} events/s: "
           f"p50 {statistics.median(watcher.delays) * 1e3:.0f} ms "
           f"p99 {quantile(watcher.delays, 0.99) * 1e3:.0f} ms", flush=True)
@@ -228,28 +231,14 @@ def api_command(port: int, workers: int) -> list[str]:
             "--workers", str(workers), "--no-access-log"]
 
 
-def wait_for_idle(max_wait: float, want: float = 0.75) -> float:
-    """Sample /proc/stat each second until the CPUs are ``want`` idle or ``max_wait`` passes."""
-    deadline, idle = time.monotonic() + max_wait, 0.0
-    while True:
-        before = _cpu_times()
-        time.sleep(1.0)
-        after = _cpu_times()
-        idle = (after[0] - before[0]) / max(1, after[1] - before[1])
-        if idle >= want or time.monotonic() > deadline:
-            return idle
-
-
-def _cpu_times() -> tuple[int, int]:
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return fields[3] + fields[4], sum(fields)
-
-
 def report(args: argparse.Namespace, results: Results) -> None:
     med = {k: statistics.median(v) for k, v in results.items()}
     print(f"\n{args.events:,} events, batches of {args.batch} ({args.append_batch} for the store), "
-          f"{args.clients} clients, relay producer {args.producer}, {args.repeats} repeats")
+          f"{args.clients} clients, relay producer {args.producer}, {args.repeats} repeats, "
+          f"{load_average()} at the end")
+    if args.only != "http":  # the HTTP, end-to-end and latency rows ran with this many
+        print(f"* with {args.api_workers[0]} API process(es) (`hcp serve --workers "
+              f"{args.api_workers[0]}`), as are the latencies")
     if args.only == "http":
         for workers in args.api_workers:
             ratios = [a / b for a, b in zip(results[f"http_{workers}"], results["ingest"], strict=True)]

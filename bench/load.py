@@ -6,6 +6,7 @@ Every loop here is bounded in count and time and talks to 127.0.0.1 only.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import socket
 import statistics
@@ -185,3 +186,27 @@ def _run_threads(target: Callable[[], None], count: int) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def wait_for_idle(max_wait: float, want: float = 0.75) -> float:
+    """Sample /proc/stat each second until the CPUs are ``want`` idle or ``max_wait`` passes."""
+    deadline, idle = time.monotonic() + max_wait, 0.0
+    while True:
+        before = _cpu_times()
+        time.sleep(1.0)
+        after = _cpu_times()
+        idle = (after[0] - before[0]) / max(1, after[1] - before[1])
+        if idle >= want or time.monotonic() > deadline:
+            return idle
+
+
+def load_average() -> str:
+    """As `uptime` prints it: the machine is shared, so every figure goes out with its load."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def _cpu_times() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return fields[3] + fields[4], sum(fields)

@@ -18,7 +18,9 @@ be idle (at most --idle-wait s), creates throw-away databases and topics, and me
   and kafka-python producers sending the same messages;
 * single-event POST p99 at --rate/s with the relay running (goal < 15 ms);
 * commit -> Kafka-visible p99 while ingesting at 80% of this repeat's end-to-end rate
-  (goal < 250 ms);
+  (goal < 250 ms): from the event's recorded_at to the broker's append time of its
+  message (the topic uses LogAppendTime); what a consumer in this process saw is printed
+  beside it (that adds the consumer's fetch cadence and this process's busy GIL);
 
 plus COPY of the log's rows into a bare table: the physical ceiling, for reference.
 Figures are medians over repeats; ratios are medians of the per-repeat ratios.
@@ -39,6 +41,7 @@ import peers
 from load import (
     KafkaWatcher,
     bodies,
+    create_timed_topic,
     free_port,
     load_average,
     make_items,
@@ -103,7 +106,7 @@ def served(args: argparse.Namespace) -> dict[str, float]:
         key = create_key(engine, ["events:write"], "bench")
         prefix = f"bench{uuid.uuid4().hex[:6]}"
         topic = f"{prefix}.events"
-        ensure_topics(args.kafka, [topic])
+        create_timed_topic(args.kafka, topic)  # the broker stamps when each message landed
         env = {**os.environ, "HCP_DATABASE_URL": url, "HCP_KAFKA_BOOTSTRAP": args.kafka,
                "HCP_TOPIC_PREFIX": prefix, "HCP_KAFKA_PRODUCER": args.producer}
         port = free_port()
@@ -152,13 +155,15 @@ def latencies(args: argparse.Namespace, base: str, key: str, topic: str,
                    poll=0.05)
     finally:
         watcher.close()
+    appended, seen = watcher.appended, watcher.delays
     print(f"            ({load_average()})\n            single POSTs at {args.rate:.0f}/s: "
           f"p50 {statistics.median(single) * 1e3:.1f} ms "
           f"p99 {quantile(single, 0.99) * 1e3:.1f} ms; commit->Kafka at {load_rate:,.0f} events/s: "
-          f"p50 {statistics.median(watcher.delays) * 1e3:.0f} ms "
-          f"p99 {quantile(watcher.delays, 0.99) * 1e3:.0f} ms", flush=True)
+          f"p50 {statistics.median(appended) * 1e3:.0f} ms p99 {quantile(appended, 0.99) * 1e3:.0f} ms "
+          f"(seen by the watcher: p50 {statistics.median(seen) * 1e3:.0f} ms "
+          f"p99 {quantile(seen, 0.99) * 1e3:.0f} ms)", flush=True)
     return {"post_p99_ms": quantile(single, 0.99) * 1e3,
-            "visible_p99_ms": quantile(watcher.delays, 0.99) * 1e3}
+            "visible_p99_ms": quantile(appended, 0.99) * 1e3, "seen_p99_ms": quantile(seen, 0.99) * 1e3}
 
 
 def in_process_peers(args: argparse.Namespace) -> dict[str, float]:
@@ -256,7 +261,7 @@ def report(args: argparse.Namespace, results: Results) -> None:
         return
     print(f"single-event POST p99 at {args.rate:.0f}/s: {med['post_p99_ms']:.1f} ms (goal < 15 ms)")
     print(f"commit -> Kafka-visible p99 at 80% of end to end: {med['visible_p99_ms']:.0f} ms "
-          "(goal < 250 ms)")
+          f"by the broker's append time (goal < 250 ms); seen by the watcher {med['seen_p99_ms']:.0f} ms")
 
 
 def parse_args() -> argparse.Namespace:

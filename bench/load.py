@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+from confluent_kafka import OFFSET_END, TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "please refactor this function so that it streams rows instead of loading them " * 2
@@ -143,10 +144,22 @@ def paced(base: str, key: str, payloads: list[bytes], per_second: float,
     return samples
 
 
+def create_timed_topic(bootstrap: str, topic: str, partitions: int = 3) -> None:
+    """``topic`` with the broker's append time as each message's timestamp (LogAppendTime;
+    the relay creates topics with the default CreateTime): the moment a message became
+    readable in Kafka, whenever the watcher, which shares its process with the load
+    generator's threads, gets to run."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = {"message.timestamp.type": "LogAppendTime"}
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(30)
+
+
 class KafkaWatcher:
     """Consumes a topic from its end in a thread and records, per message, how long after
     the event's ``recorded_at`` (set inside the appending transaction, before commit) it
-    became visible here: an upper bound of commit -> visible."""
+    became visible here (``delays``: an upper bound of commit -> visible, which includes
+    waiting for this process's GIL) and, on a ``create_timed_topic`` topic, when the broker
+    appended it (``appended``)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int = 3) -> None:
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
@@ -154,6 +167,7 @@ class KafkaWatcher:
                                   "fetch.min.bytes": 1})
         self.consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(partitions)])
         self.delays: list[float] = []
+        self.appended: list[float] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -163,8 +177,12 @@ class KafkaWatcher:
             for message in self.consumer.consume(1000, timeout=0.05):
                 if message.error() is None:
                     seen = time.time()
-                    recorded = json.loads(message.value())["metadata"]["recorded_at"]
-                    self.delays.append(seen - datetime.fromisoformat(recorded).timestamp())
+                    recorded = datetime.fromisoformat(
+                        json.loads(message.value())["metadata"]["recorded_at"]).timestamp()
+                    self.delays.append(seen - recorded)
+                    kind, millis = message.timestamp()
+                    if kind == TIMESTAMP_LOG_APPEND_TIME:
+                        self.appended.append(millis / 1000 - recorded)
 
     def close(self) -> None:
         self.stop.set()

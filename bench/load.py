@@ -6,6 +6,7 @@ Every loop here is bounded in count and time and talks to 127.0.0.1 only.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import socket
 import statistics
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+from confluent_kafka import OFFSET_END, TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "please refactor this function so that it streams rows instead of loading them " * 2
@@ -142,10 +144,22 @@ def paced(base: str, key: str, payloads: list[bytes], per_second: float,
     return samples
 
 
+def create_timed_topic(bootstrap: str, topic: str, partitions: int = 3) -> None:
+    """``topic`` with the broker's append time as each message's timestamp (LogAppendTime;
+    the relay creates topics with the default CreateTime): the moment a message became
+    readable in Kafka, whenever the watcher, which shares its process with the load
+    generator's threads, gets to run."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = {"message.timestamp.type": "LogAppendTime"}
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(30)
+
+
 class KafkaWatcher:
     """Consumes a topic from its end in a thread and records, per message, how long after
     the event's ``recorded_at`` (set inside the appending transaction, before commit) it
-    became visible here: an upper bound of commit -> visible."""
+    became visible here (``delays``: an upper bound of commit -> visible, which includes
+    waiting for this process's GIL) and, on a ``create_timed_topic`` topic, when the broker
+    appended it (``appended``)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int = 3) -> None:
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
@@ -153,6 +167,7 @@ class KafkaWatcher:
                                   "fetch.min.bytes": 1})
         self.consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(partitions)])
         self.delays: list[float] = []
+        self.appended: list[float] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -162,8 +177,12 @@ class KafkaWatcher:
             for message in self.consumer.consume(1000, timeout=0.05):
                 if message.error() is None:
                     seen = time.time()
-                    recorded = json.loads(message.value())["metadata"]["recorded_at"]
-                    self.delays.append(seen - datetime.fromisoformat(recorded).timestamp())
+                    recorded = datetime.fromisoformat(
+                        json.loads(message.value())["metadata"]["recorded_at"]).timestamp()
+                    self.delays.append(seen - recorded)
+                    kind, millis = message.timestamp()
+                    if kind == TIMESTAMP_LOG_APPEND_TIME:
+                        self.appended.append(millis / 1000 - recorded)
 
     def close(self) -> None:
         self.stop.set()
@@ -185,3 +204,27 @@ def _run_threads(target: Callable[[], None], count: int) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def wait_for_idle(max_wait: float, want: float = 0.75) -> float:
+    """Sample /proc/stat each second until the CPUs are ``want`` idle or ``max_wait`` passes."""
+    deadline, idle = time.monotonic() + max_wait, 0.0
+    while True:
+        before = _cpu_times()
+        time.sleep(1.0)
+        after = _cpu_times()
+        idle = (after[0] - before[0]) / max(1, after[1] - before[1])
+        if idle >= want or time.monotonic() > deadline:
+            return idle
+
+
+def load_average() -> str:
+    """As `uptime` prints it: the machine is shared, so every figure goes out with its load."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def _cpu_times() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return fields[3] + fields[4], sum(fields)

@@ -13,6 +13,7 @@ from events.kafka_io import ensure_topics
 from events.kafka_producers import ClosablePublisher, make_publisher
 from events.relay import OutboxFeed, Progress, RelayLoop
 from events.relay_lock import LockLost, RelayLock
+from events.relay_wake import OutboxWaker
 from hcp.bootstrap import bootstrap
 
 
@@ -43,7 +44,9 @@ def relay(
                 ensure_topics(settings.kafka_bootstrap, [f.topic for f in feeds], partitions)
                 publisher = make_publisher(settings.kafka_producer, settings.kafka_bootstrap)
             loop = RelayLoop(feeds, publisher, Checkpoints(container.engine),
-                             page_size=page_size, before_publish=lock.check)
+                             page_size=page_size, before_publish=lock.check,
+                             waker=OutboxWaker(container.engine), fallback_s=settings.relay_fallback_s,
+                             linger_s=settings.relay_linger_s, idle_interval=settings.relay_poll_s)
             try:
                 _publish(loop, stop, once, feeds, settings.kafka_bootstrap, container.tree_builder)
             except LockLost:

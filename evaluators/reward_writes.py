@@ -29,6 +29,7 @@ from sqlalchemy.types import String
 from evaluators.chain import GENESIS_HASH, chained
 from evaluators.model import RewardRecord, errors_text
 from evaluators.tables import reward_records as rr
+from events.relay_wake import notify_outbox
 from kernel.clock import utc
 from kernel.db import is_postgres
 from kernel.sql import insert_rows, lock_writers, pipelined
@@ -61,6 +62,8 @@ def append_rewards(conn: Connection, records: Sequence[RewardRecord]) -> list[Re
         prev_hash = placed.hash or ""
         created.append(placed)
     insert_rows(conn, rr, [to_row(r) for r in created], JSON_COLUMNS)
+    if created:
+        notify_outbox(conn)  # the relay publishes them on commit, not at its next poll
     return created
 
 

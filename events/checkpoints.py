@@ -17,7 +17,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
 from events.tables import checkpoints as checkpoints_table
-from kernel.db import is_postgres
+from kernel.db import is_postgres, reading
 
 
 class Checkpoints:
@@ -31,11 +31,12 @@ class Checkpoints:
         with self.engine.connect() as conn:
             return load(conn, name)
 
-    def load_many(self, names: Sequence[str]) -> dict[str, int]:
-        """The saved positions of ``names`` (0 for those without one), in one query."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(checkpoints_table.c.name, checkpoints_table.c.position)
-                                .where(checkpoints_table.c.name.in_(list(names))))
+    def load_many(self, names: Sequence[str], conn: Connection | None = None) -> dict[str, int]:
+        """The saved positions of ``names`` (0 for those without one), in one query; on
+        ``conn`` when given."""
+        with reading(self.engine, conn) as own:
+            rows = own.execute(select(checkpoints_table.c.name, checkpoints_table.c.position)
+                               .where(checkpoints_table.c.name.in_(list(names))))
             found = {name: int(position) for name, position in rows}
         return {name: found.get(name, 0) for name in names}
 

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sqlalchemy import Table, select
-from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import DBAPIError
 
 from events.checkpoints import Checkpoints
 from events.kafka_io import PublishFailed, event_headers, event_headers_of, event_to_bytes
+from events.relay_wake import OutboxWaker, StepConnection
 from events.store import EventStore
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,10 @@ class OutboxFeed(Protocol):
 
     topic: str
 
-    def read_after(self, position: int, limit: int) -> list[OutboxMessage]:
-        """At most ``limit`` messages with position > ``position``, in position order."""
+    def read_after(self, position: int, limit: int,
+                   conn: Connection | None = None) -> list[OutboxMessage]:
+        """At most ``limit`` messages with position > ``position``, in position order;
+        read on ``conn`` when given (the relay step's connection)."""
         ...
 
 
@@ -71,12 +74,13 @@ class EventsFeed:
     def __init__(self, store: EventStore, topic: str) -> None:
         self.store, self.topic = store, topic
 
-    def read_after(self, position: int, limit: int) -> list[OutboxMessage]:
+    def read_after(self, position: int, limit: int,
+                   conn: Connection | None = None) -> list[OutboxMessage]:
         read_wire = getattr(self.store, "read_wire", None)
         if read_wire is not None:  # the SQL store: the value assembled from the row's text
             return [OutboxMessage(w.position, w.stream_id.encode(), w.value,
                                   event_headers_of(w.type, w.schema_version))
-                    for w in read_wire(position, limit)]
+                    for w in read_wire(position, limit, conn)]
         # raw: publish what was stored and hashed; readers upcast after decoding.
         return [
             OutboxMessage(e.position, e.stream_id.encode(), event_to_bytes(e),
@@ -96,11 +100,14 @@ class TableFeed:
         self.engine, self.table, self.topic, self.to_message = engine, table, topic, to_message
         self.position = table.c[position_column]
 
-    def read_after(self, position: int, limit: int) -> list[OutboxMessage]:
+    def read_after(self, position: int, limit: int,
+                   conn: Connection | None = None) -> list[OutboxMessage]:
         query = (select(self.table).where(self.position > position)
                  .order_by(self.position).limit(limit))
-        with self.engine.connect() as conn:
+        if conn is not None:
             return [self.to_message(row._mapping) for row in conn.execute(query)]
+        with self.engine.connect() as own:
+            return [self.to_message(row._mapping) for row in own.execute(query)]
 
 
 @dataclass(frozen=True)
@@ -121,63 +128,101 @@ class RelayLoop:
     def __init__(self, feeds: Sequence[OutboxFeed], publisher: Publisher,
                  checkpoints: Checkpoints, page_size: int = 1000,
                  idle_interval: float = 0.05, max_backoff: float = 10.0,
-                 before_publish: Callable[[], None] | None = None) -> None:
+                 before_publish: Callable[[], None] | None = None,
+                 waker: OutboxWaker | None = None, fallback_s: float = 1.0,
+                 linger_s: float = 0.0) -> None:
         """``before_publish`` runs before every page goes out and raises to stop it (the
-        relay lock's ``check``: a relay that lost its lock must not publish another page)."""
+        relay lock's ``check``: a relay that lost its lock must not publish another page).
+        With a ``waker`` that listens (PostgreSQL), an idle relay waits for a commit's
+        notification, reading anyway every ``fallback_s``; without one it polls every
+        ``idle_interval`` (events/relay_wake.py). ``linger_s``: how long it lets commits
+        gather after a notification before it reads them."""
         self.feeds, self.publisher, self.checkpoints = list(feeds), publisher, checkpoints
         self.page_size, self.idle_interval, self.max_backoff = page_size, idle_interval, max_backoff
         self.before_publish = before_publish
+        self.waker, self.fallback_s, self.linger_s = waker, fallback_s, linger_s
+        self.connection = StepConnection(getattr(checkpoints, "engine", None))
 
     def step(self) -> list[Progress]:
         """Relay at most one page of each feed."""
         # Re-read each time: the rows are the truth (an operator may reset one to replay).
-        # All feeds' in one query: the relay steps many times a second while it follows
-        # the log, and every round trip of its polling takes CPU the writers need.
+        # All feeds' in one query, and every query of the step on one connection: the
+        # relay steps many times a second while it follows the log, and every round trip
+        # takes CPU the writers need.
+        conn = self.connection.get()
         names = [checkpoint_name(feed.topic) for feed in self.feeds]
-        positions = self.checkpoints.load_many(names)
-        return [self._step_feed(feed, name, positions[name]) for feed, name in zip(self.feeds, names,
-                                                                                   strict=True)]
+        positions = self.checkpoints.load_many(names, conn)
+        return [self._step_feed(feed, name, positions[name], conn)
+                for feed, name in zip(self.feeds, names, strict=True)]
 
-    def _step_feed(self, feed: OutboxFeed, name: str, position: int) -> Progress:
-        messages = feed.read_after(position, self.page_size)
+    def _step_feed(self, feed: OutboxFeed, name: str, position: int,
+                   conn: Connection | None) -> Progress:
+        messages = feed.read_after(position, self.page_size, conn=conn)
         if messages:
             if self.before_publish is not None:
                 self.before_publish()
             self.publisher.publish(feed.topic, messages)
             position = messages[-1].position
-            self.checkpoints.save(name, position)  # only after every message is acked
+            self.checkpoints.save(name, position, conn)  # only after every message is acked
         return Progress(feed.topic, len(messages), position, len(messages) < self.page_size)
 
     def drain(self) -> list[Progress]:
         """Relay until every feed is caught up; return the totals per feed."""
         totals = {feed.topic: 0 for feed in self.feeds}
-        while True:
-            progress = self.step()
-            for p in progress:
-                totals[p.topic] += p.published
-            if all(p.caught_up for p in progress):
-                return [Progress(p.topic, totals[p.topic], p.position, True) for p in progress]
+        try:
+            while True:
+                progress = self.step()
+                for p in progress:
+                    totals[p.topic] += p.published
+                if all(p.caught_up for p in progress):
+                    return [Progress(p.topic, totals[p.topic], p.position, True) for p in progress]
+        finally:
+            self.connection.close()
 
     def run(self, stop: threading.Event,
             on_progress: Callable[[Progress], None] | None = None) -> None:
         """Relay until ``stop`` is set; a page in flight is finished (acked and
         checkpointed) first. Kafka or database failures are retried with backoff; what
         ``before_publish`` raises (a lost lock) ends the loop."""
+        if self.waker is not None:
+            self.waker.start()  # LISTEN before the first read: no commit after it goes unheard
         backoff = self.idle_interval
-        while not stop.is_set():
-            try:
-                progress = self.step()
-            except (PublishFailed, DBAPIError) as exc:
-                backoff = min(max(backoff * 2, 0.5), self.max_backoff)
-                log.warning("relay step failed (%s); retrying in %.1fs", exc, backoff)
-                stop.wait(backoff)
-                continue
-            backoff = self.idle_interval
-            for p in progress:
-                if p.published and on_progress is not None:
-                    on_progress(p)
-            # Sleep only when there was nothing to publish: after a short page, events that
-            # committed while it was in flight are already waiting, and sleeping would add
-            # the whole interval to their commit -> Kafka latency (pages grow under load).
-            if not any(p.published for p in progress):
-                stop.wait(self.idle_interval)
+        try:
+            while not stop.is_set():
+                try:
+                    progress = self.step()
+                except (PublishFailed, DBAPIError) as exc:
+                    self.connection.close()  # it may be the part that failed
+                    backoff = min(max(backoff * 2, 0.5), self.max_backoff)
+                    log.warning("relay step failed (%s); retrying in %.1fs", exc, backoff)
+                    stop.wait(backoff)
+                    continue
+                backoff = self.idle_interval
+                for p in progress:
+                    if p.published and on_progress is not None:
+                        on_progress(p)
+                if self._caught_up(progress):
+                    self._idle(stop)
+        finally:
+            self.connection.close()
+            if self.waker is not None:
+                self.waker.close()
+
+    def _listening(self) -> bool:
+        return self.waker is not None and self.waker.listening
+
+    def _caught_up(self, progress: list[Progress]) -> bool:
+        # Polling, wait only when there was nothing to publish: after a short page, events
+        # that committed while it was in flight are already waiting, and sleeping would add
+        # the interval to their commit -> Kafka latency (pages grow under load). Listening,
+        # a short page is enough: those commits' notifications are queued and end the wait
+        # at once, and an empty read after every page would cost round trips for nothing.
+        if self._listening():
+            return all(p.caught_up for p in progress)
+        return not any(p.published for p in progress)
+
+    def _idle(self, stop: threading.Event) -> None:
+        if self.waker is not None and self._listening():
+            self.waker.wait(stop, self.fallback_s, self.linger_s)
+        else:
+            stop.wait(self.idle_interval)

@@ -7,8 +7,9 @@ blocked (SQLite: the engine's BEGIN IMMEDIATE already holds the write lock).
 
 What happens under the lock is kept short, because every writer waits for it: the
 batches arrive prepared (digests, hash templates), the lock and the reads it guards
-(duplicates, log head, stream heads with their tenants) go in one pipelined round trip
-on psycopg, numbering only fills in positions and hashes, and the rows go in one COPY.
+(duplicates, log head, stream heads with their tenants) and the relay's wake-up
+notification go in one pipelined round trip on psycopg, numbering only fills in positions
+and hashes, and the rows go in one COPY.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from events.chain import GENESIS_HASH
 from events.errors import EventLogError
 from events.model import RecordedEvent
 from events.numbering import Numbering, Prepared
+from events.relay_wake import NOTIFY_STATEMENT, notify_outbox
 from events.sql_rows import COLUMNS, copy_row, event_from_row, to_row
 from events.store import Appended
 from events.tables import events as events_table
@@ -76,11 +78,12 @@ def _locked_reads_pipelined(conn: Connection, ids: list[uuid.UUID], streams: lis
                             ) -> tuple[Existing, tuple[int, str], Heads]:
     """The writer lock, the stored duplicates, the log head and the stream heads, in one
     round trip instead of four (each statement still reads after the lock is held)."""
-    _, stored, head, found = pipelined(conn, [
+    _, stored, head, found, _ = pipelined(conn, [
         ("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,)),
         (_EXISTING, (_uuid_array(ids),)),
         (_HEAD, None),
         (_STREAM_HEADS, (streams,)),
+        NOTIFY_STATEMENT,  # wakes the relay on commit (events/relay_wake.py); no extra trip
     ])
     existing = {row[1]: event_from_row(dict(zip(COLUMNS, row, strict=True))) for row in stored}
     return existing, (int(head[0][0]), str(head[0][1])) if head else (0, GENESIS_HASH), _heads(streams, found)
@@ -89,6 +92,7 @@ def _locked_reads_pipelined(conn: Connection, ids: list[uuid.UUID], streams: lis
 def _locked_reads(conn: Connection, ids: list[uuid.UUID], streams: list[str],
                   ) -> tuple[Existing, tuple[int, str], Heads]:
     lock_writers(conn, APPEND_LOCK_KEY)  # (a no-op on SQLite; see the module docstring)
+    notify_outbox(conn)  # wakes the relay on commit (a no-op on SQLite)
     e = events_table.c
     existing = {row.event_id: event_from_row(row._mapping)
                 for row in conn.execute(select(events_table).where(e.event_id.in_(ids)))} if ids else {}

@@ -72,11 +72,13 @@ class SqlEventStore(EventStore):
             events = [event_from_row(r._mapping) for r in conn.execute(query)]
         return events if raw else [upcast_event(e) for e in events]
 
-    def read_wire(self, after: int = 0, limit: int = 1000) -> list[WireEvent]:
+    def read_wire(self, after: int = 0, limit: int = 1000,
+                  conn: Connection | None = None) -> list[WireEvent]:
         """The events after ``after`` as the relay publishes them (raw: as stored), built
-        from the rows without decoding the payloads (events/wire_rows.py)."""
-        with self.engine.connect() as conn:
-            return [wire_event(row) for row in conn.execute(wire_query(after, limit))]
+        from the rows without decoding the payloads (events/wire_rows.py); on ``conn``
+        when given (the relay step's own)."""
+        with reading(self.engine, conn) as own:
+            return [wire_event(row) for row in own.execute(wire_query(after, limit))]
 
     def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
         e = events_table.c

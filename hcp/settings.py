@@ -32,6 +32,14 @@ class Settings(BaseSettings):
     kafka_producer: Literal["confluent-kafka", "kafka-python"] = Field(
         "confluent-kafka", description="The relay's Kafka client: librdkafka, or pure-Python kafka-python"
     )
+    relay_fallback_s: float = Field(
+        1.0, gt=0, description="PostgreSQL: how long an idle relay waits for a commit's "
+        "notification before reading anyway (what a lost notification costs at most)")
+    relay_linger_s: float = Field(
+        0.01, ge=0, description="PostgreSQL: how long the relay lets commits gather after a "
+        "notification before it reads them (fewer, larger Kafka requests for a little latency)")
+    relay_poll_s: float = Field(
+        0.05, gt=0, description="SQLite (no notifications): how often an idle relay reads")
     redis_url: str = Field(
         "", description="Celery broker URL; empty means training tasks run in-process"
     )

@@ -52,7 +52,7 @@ class OneMessageFeed:
     def __init__(self, topic: str, value: bytes) -> None:
         self.topic, self.value = topic, value
 
-    def read_after(self, position: int, limit: int) -> list[OutboxMessage]:
+    def read_after(self, position: int, limit: int, conn: object = None) -> list[OutboxMessage]:
         return [OutboxMessage(1, b"k", self.value)] if position < 1 else []
 
 
@@ -269,7 +269,7 @@ class TrickleFeed:
     def __init__(self) -> None:
         self.pages = [[OutboxMessage(1, b"k", b"a")], [OutboxMessage(2, b"k", b"b")]]
 
-    def read_after(self, position: int, limit: int) -> list[OutboxMessage]:
+    def read_after(self, position: int, limit: int, conn: object = None) -> list[OutboxMessage]:
         return self.pages.pop(0) if self.pages else []
 
 

@@ -1,0 +1,136 @@
+"""Waking the relay when an outbox grows, and the one connection each relay step uses.
+
+Polling every 50 ms cost the relay about two dozen database round trips per idle step
+(a pooled connection per query: pre-ping, BEGIN, the query, ROLLBACK, for each of its
+feeds and its checkpoints). On a small machine those compete for the CPUs with the API
+and PostgreSQL, and they still left up to 50 ms between a commit and the relay's read.
+
+On PostgreSQL every append transaction instead issues ``pg_notify(OUTBOX_CHANNEL, '')``.
+PostgreSQL delivers a notification only when its transaction commits (never for a rolled
+back one) and the relay, which LISTENs on a dedicated connection, wakes as soon as it
+arrives. A notification carries no data and only means "read again": the rows stay the
+truth, so one lost (the listening connection dropped, a writer that does not notify)
+costs latency, never an event, because the relay also reads after ``fallback_s`` without
+one. SQLite has no notifications; its relay keeps polling.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from kernel.db import is_postgres
+
+log = logging.getLogger(__name__)
+
+OUTBOX_CHANNEL = "hcp_outbox"
+# For kernel.sql.pipelined: rides in the append's existing round trip.
+NOTIFY_STATEMENT: tuple[str, tuple[str, ...]] = ("SELECT pg_notify(%s, '')", (OUTBOX_CHANNEL,))
+_NOTIFY = text("SELECT pg_notify(:channel, '')")
+
+# A wait is cut into slices this long so that ``stop`` is honoured promptly (each slice is
+# a poll() on the socket, not a round trip).
+_SLICE_S = 0.25
+
+
+def notify_outbox(conn: Connection) -> None:
+    """Inside an appending transaction: wake the relay when (and only if) it commits."""
+    if is_postgres(conn):
+        conn.execute(_NOTIFY, {"channel": OUTBOX_CHANNEL})
+
+
+class OutboxWaker:
+    """Waits for a commit notification on its own connection (PostgreSQL with psycopg), or
+    for the fallback time (SQLite, another driver, or while that connection is down)."""
+
+    def __init__(self, engine: Engine, channel: str = OUTBOX_CHANNEL) -> None:
+        self.engine, self.channel = engine, channel
+        self.listening = is_postgres(engine) and engine.dialect.driver == "psycopg"
+        self._conn: Connection | None = None
+
+    def start(self) -> None:
+        """LISTEN now (before the relay's first read), so no commit after it goes unheard."""
+        if self.listening:
+            self._listener()
+
+    def wait(self, stop: threading.Event, timeout: float, linger: float = 0.0) -> bool:
+        """Until a commit is notified (True), or ``timeout`` passes or ``stop`` is set (False).
+
+        After a notification it lingers ``linger`` s, so that a trickle of commits makes one
+        relay step (and one Kafka request) rather than one each; then every notification
+        queued by then is consumed, since the read that follows covers their commits."""
+        raw = self._listener() if self.listening else None
+        if raw is None:
+            stop.wait(timeout)
+            return False
+        deadline = time.monotonic() + timeout
+        try:
+            while not stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if any(True for _ in raw.notifies(timeout=min(left, _SLICE_S), stop_after=1)):
+                    if linger > 0:
+                        stop.wait(linger)
+                    for _ in raw.notifies(timeout=0.0):  # the rest: the next read covers them
+                        pass
+                    return True
+        except Exception as exc:  # a dead socket fails in driver-specific ways; poll meanwhile
+            log.warning("the relay's LISTEN connection failed (%s); polling until it is back", exc)
+            self.close()
+            stop.wait(max(0.0, deadline - time.monotonic()))
+        return False
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        _discard(conn)
+
+    def _listener(self) -> Any:
+        if self._conn is None:
+            try:
+                conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                conn.exec_driver_sql(f'LISTEN "{self.channel}"')
+            except DBAPIError as exc:
+                log.warning("cannot LISTEN for the outbox (%s); polling meanwhile", exc)
+                return None
+            self._conn = conn
+        return self._conn.connection.driver_connection
+
+
+class StepConnection:
+    """One autocommit connection for all of a relay step's reads and its checkpoint save
+    (PostgreSQL), instead of a pooled checkout, BEGIN and ROLLBACK for each; kept across
+    steps and replaced after a database error. On SQLite ``get`` is None: there a held
+    connection would hold the file's lock, so each query takes its own as before."""
+
+    def __init__(self, engine: Engine | None) -> None:
+        self.engine = engine if engine is not None and is_postgres(engine) else None
+        self._conn: Connection | None = None
+
+    def get(self) -> Connection | None:
+        if self.engine is None:
+            return None
+        if self._conn is None:
+            self._conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        return self._conn
+
+    def close(self) -> None:
+        """Drop the connection (after an error it may be dead); the next ``get`` reconnects."""
+        conn, self._conn = self._conn, None
+        _discard(conn)
+
+
+def _discard(conn: Connection | None) -> None:
+    if conn is None:
+        return
+    try:
+        conn.invalidate()  # never back into the pool: it LISTENs, or it failed
+        conn.close()
+    except Exception as exc:  # a dead socket may fail in any way; it is dropped regardless
+        log.debug("closing a relay connection: %s", exc)

@@ -17,7 +17,8 @@ from evaluators.evaluator import StepResult
 from evaluators.reevaluation import Job
 from evaluators.refs import parse_contract_ref
 from evaluators.refs import reward_query as build_query
-from hcp.bootstrap import DEFAULT_GROUP, Container
+from hcp.bootstrap import Container
+from hcp.services import DEFAULT_GROUP
 
 rewards_app = typer.Typer(help="Reward records: list and inspect", no_args_is_help=True)
 T = TypeVar("T")

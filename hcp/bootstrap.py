@@ -4,22 +4,22 @@ Nothing is built at import time. Entry points (the API lifespan, CLI commands, C
 workers) call ``bootstrap()`` and ask the container for what they need; each service
 gets only the narrow collaborators it uses, through its constructor. Services are built
 on first use and kept, so a command that only reads the log never loads the trainer.
+
+Two modules, in the packages' layer order: ``hcp.services`` builds the log, contracts,
+evaluators, registry and training; ``Container`` here adds what sits above them, the
+lineage queries and the audit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
-from access.keys import ApiKeys
 from audit.asof import AsOf
 from audit.auditor import Auditor
 from audit.builder import TreeBuilder
-from audit.checkpoint_store import CheckpointStore, checkpoints_table_feed
+from audit.checkpoint_store import CheckpointStore
 from audit.downstream import Downstream
 from audit.exports.openlineage import OpenLineageEvents
 from audit.jobs import AuditJobs
@@ -30,203 +30,29 @@ from audit.signer import CheckpointSigner
 from audit.sources import AuditSources
 from audit.sql_nodestore import SqlNodeStore
 from audit.upstream import Upstream
-from contract.serving import ContractServing
-from contract.versions import ContractVersions
-from evaluators.comparison import Comparisons
-from evaluators.dryrun import DryRuns
-from evaluators.dryrun_jobs import DryRunJobs
-from evaluators.evaluator import Evaluator
-from evaluators.outbox import rewards_table_feed
-from evaluators.publishing import Publisher
-from evaluators.reevaluation import Reevaluations
-from evaluators.rewards import RewardStore
 from evaluators.seal import RewardSeals
-from evaluators.stats import RewardStats
-from events.checkpoints import Checkpoints
-from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
-from events.group_commit import GroupCommit
-from events.model import RecordedEvent
-from events.relay import EventsFeed, OutboxFeed
-from events.sql_store import SqlEventStore
-from events.store import Appender, EventStore
-from harness.gate import NAME as TASKS_HARNESS
-from harness.gate import tasks_harness
-from hcp.health import DependencyProbes
 from hcp.migrate import require_schema_at_head
-from hcp.references import RegistryReferences
+from hcp.services import Services
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
-from kernel.errors import Invalid, NotFound
-from trainer.datasets.manifests import Manifests
+from kernel.errors import Invalid
 from trainer.datasets.members import ManifestIndex
-from trainer.gate.heldout import Gate
-from trainer.gate.rollout import register_harness
-from trainer.registry.aliases import Aliases
 from trainer.registry.ancestry import Ancestry
-from trainer.registry.approvals import Approvals
-from trainer.registry.artifacts import ArtifactStore, LocalArtifactStore
 from trainer.registry.records import RegistryRecords
-from trainer.registry.registry import Registry
-from trainer.registry.serving import Resolver
-from trainer.runs.celery_app import WorkerServices, make_celery
-from trainer.runs.dispatch import CeleryDispatcher, Dispatcher, InProcessDispatcher
-from trainer.runs.model import RunOutcome
-from trainer.runs.registration import Registration
-from trainer.runs.runner import RunnerConfig, RunnerDeps, run_training
-from trainer.runs.store import Runs
-from trainer.triggers.firing import Triggers
+from trainer.runs.celery_app import make_celery
 from trainer.triggers.log import FiringLog
 from trainer.triggers.records import FiringRecords
-from trainer.triggers.sources import Policies
-
-DEFAULT_GROUP = "evaluator"
 
 
 @dataclass
-class Container:
-    settings: Settings
-    engine: Engine
-    dispatch_to: Dispatcher | None = None  # instead of the mode's own (tests record sends)
+class Container(Services):
+    """Every service: those of ``Services`` and the auditor's read side on top of them."""
 
-    def __post_init__(self) -> None:
-        # The gate's "tasks" rollout harness lives above the trainer: wired here.
-        register_harness(TASKS_HARNESS, tasks_harness)
-
-    # --- the log and contracts ---------------------------------------------------------
-
-    @cached_property
-    def store(self) -> EventStore:
-        return SqlEventStore(self.engine)
-
-    @cached_property
-    def appender(self) -> Appender:
-        """What the API appends client batches with: concurrent requests of this process
-        share a transaction (``events.group_commit``)."""
-        store = self.store
-        return GroupCommit(store) if isinstance(store, SqlEventStore) else store
-
-    @cached_property
-    def contracts(self) -> ContractVersions:
-        return ContractVersions(self.engine, self.store)
-
-    @cached_property
-    def serving(self) -> ContractServing:
-        return ContractServing(self.engine, self.store, self.adapter_of)
-
-    def adapter_of(self, specialist: str, alias: str, at: datetime | None) -> str | None:
-        """Where ``alias`` of ``specialist`` points (None: nowhere, or no such specialist)."""
-        try:
-            move = self.aliases.at(specialist, alias, at)
-        except NotFound:
-            return None
-        return move.adapter_id if move else None
-
-    @cached_property
-    def references(self) -> RegistryReferences:
-        """What ingest checks serving records against (see events/ingest.py)."""
-        return RegistryReferences(self.registry, self.contracts)
-
-    @cached_property
-    def keys(self) -> ApiKeys:
-        return ApiKeys(self.engine, self.store, cache_ttl_s=self.settings.key_cache_seconds)
-
-    @cached_property
-    def health(self) -> DependencyProbes:
-        settings = self.settings
-        return DependencyProbes(self.engine, settings.kafka_bootstrap, settings.redis_url,
-                                settings.health_timeout_s)
-
-    # --- evaluators --------------------------------------------------------------------
-
-    @cached_property
-    def rewards(self) -> RewardStore:
-        return RewardStore(self.engine)
-
-    @cached_property
-    def reward_stats(self) -> RewardStats:
-        return RewardStats(self.engine)
-
-    @cached_property
-    def reevaluations(self) -> Reevaluations:
-        return Reevaluations(self.engine, self.store, self.contracts, self.rewards,
-                             degraded_above=self.settings.max_error_rate,
-                             subject_budget_s=self.settings.subject_budget_seconds)
-
-    @cached_property
-    def dry_runs(self) -> DryRuns:
-        return DryRuns(self.store, self.contracts, self.settings.max_error_rate,
-                       self.settings.subject_budget_seconds, self.settings.dry_run_budget_seconds)
-
-    @cached_property
-    def dry_run_jobs(self) -> DryRunJobs:
-        return DryRunJobs(self.engine, self.dry_runs)
-
-    @cached_property
-    def publisher(self) -> Publisher:
-        return Publisher(self.contracts, self.dry_runs, self.settings.publish_check_subjects)
-
-    @cached_property
-    def comparisons(self) -> Comparisons:
-        return Comparisons(self.contracts, self.rewards)
-
-    def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = 500,
-                  reader: LogReader[RecordedEvent] | None = None,
-                  session_timeout_s: float = 10.0) -> Evaluator:
-        """A worker in consumer group ``group``: Kafka when configured, else the database log."""
-        return Evaluator(self.store, self.contracts, self.rewards, self.reevaluations,
-                         reader or self.event_reader(group, session_timeout_s), batch_size,
-                         subject_budget_s=self.settings.subject_budget_seconds)
-
-    def event_reader(self, group: str, session_timeout_s: float = 10.0) -> LogReader[RecordedEvent]:
-        settings = self.settings
-        if not settings.kafka_bootstrap:
-            return DatabaseLogReader(self.engine, self.store, group)
-        # The session timeout is how long a dead worker's partitions wait before another
-        # member takes them over (the client's default is 45 s); a live worker heartbeats
-        # from a background thread, so a long batch does not count against it.
-        timeout_ms = int(session_timeout_s * 1000)
-        return KafkaLogReader(settings.kafka_bootstrap, settings.events_topic, group,
-                              session_timeout_ms=timeout_ms,
-                              heartbeat_interval_ms=max(500, timeout_ms // 3))
-
-    def outbox_feeds(self) -> list[OutboxFeed]:
-        """What ``hcp relay`` publishes: the event log, the reward records, the checkpoints."""
-        return [EventsFeed(self.store, self.settings.events_topic),
-                rewards_table_feed(self.engine, self.settings.rewards_topic),
-                checkpoints_table_feed(self.engine, self.settings.checkpoints_topic)]
-
-    # --- the registry ------------------------------------------------------------------
-
-    @cached_property
-    def artifacts(self) -> ArtifactStore:
-        return LocalArtifactStore(self.settings.resolved_artifact_dir)
-
-    @cached_property
-    def registry(self) -> Registry:
-        return Registry(self.engine, self.store, self.contracts.content_hashes,
-                        models_root=self.settings.resolved_models_dir)
-
-    @cached_property
-    def aliases(self) -> Aliases:
-        return Aliases(self.engine, self.store)
-
-    @cached_property
-    def approvals(self) -> Approvals:
-        return Approvals(self.engine, self.store)
-
-    @cached_property
-    def resolver(self) -> Resolver:
-        return Resolver(self.registry, self.aliases, self.artifacts)
-
-    @cached_property
-    def manifests(self) -> Manifests:
-        return Manifests(self.engine, self.rewards, self.store)
+    # --- lineage queries ---------------------------------------------------------------
 
     @cached_property
     def lineage(self) -> Lineage:
         return Lineage(self.registry, self.manifests, self.artifacts)
-
-    # --- lineage queries ---------------------------------------------------------------
 
     @cached_property
     def ancestry(self) -> Ancestry:
@@ -254,11 +80,6 @@ class Container:
     def openlineage(self) -> OpenLineageEvents:
         return OpenLineageEvents(self.store, self.runs, self.registry, self.manifest_index,
                                  self.rewards, self.contracts, self.settings.openlineage_namespace)
-
-    @cached_property
-    def checkpoints(self) -> Checkpoints:
-        """Named log positions of followers (the OpenLineage export resumes from one)."""
-        return Checkpoints(self.engine)
 
     # --- the audit ---------------------------------------------------------------------
 
@@ -311,57 +132,6 @@ class Container:
     @cached_property
     def audit_jobs(self) -> AuditJobs:
         return AuditJobs()
-
-    # --- training ----------------------------------------------------------------------
-
-    @cached_property
-    def runs(self) -> Runs:
-        return Runs(self.engine, self.store)
-
-    @cached_property
-    def policies(self) -> Policies:
-        return Policies(self.engine, self.store, self.contracts)
-
-    @cached_property
-    def runner(self) -> RunnerDeps:
-        return RunnerDeps(
-            runs=self.runs, registry=self.registry, artifacts=self.artifacts,
-            manifests=self.manifests, gate=Gate(self.manifests, self.contracts),
-            registration=Registration(self.engine, self.store, self.runs, self.registry))
-
-    def train(self, run_id: str, worker: str, config: RunnerConfig | None = None) -> RunOutcome:
-        return run_training(self.runner, run_id, worker, config)
-
-    @cached_property
-    def dispatcher(self) -> Dispatcher:
-        """Celery on Redis with ``HCP_REDIS_URL``; else a thread of this process (embedded)."""
-        if self.dispatch_to is not None:
-            return self.dispatch_to
-        if self.settings.redis_url:
-            return CeleryDispatcher(make_celery(self.settings.redis_url))
-        return InProcessDispatcher(lambda run_id, worker: self.train(run_id, worker))
-
-    @cached_property
-    def triggers(self) -> Triggers:
-        return Triggers(self.engine, self.store, self.policies, self.rewards, self.manifests,
-                        self.runs, self.dispatcher, self.serving)
-
-    def worker_services(self, requeue_after: float = 60.0) -> WorkerServices:
-        """What a Celery worker process's tasks call (see ``celery_worker``); the re-send
-        takes runs queued for ``requeue_after`` seconds, and runs on an expired lease."""
-
-        def evaluate_triggers() -> list[dict[str, Any]]:
-            checks = self.triggers.evaluate()
-            self.triggers.redispatch()
-            return [c.to_json() for c in checks]
-
-        return WorkerServices(train=self.train, evaluate_triggers=evaluate_triggers,
-                              redispatch=lambda: self.triggers.redispatch(requeue_after))
-
-    def close(self) -> None:
-        if "dry_run_jobs" in self.__dict__:
-            self.dry_run_jobs.close()
-        self.engine.dispose()
 
 
 def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Container:

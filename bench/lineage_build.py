@@ -34,8 +34,8 @@ from events.model import EventMetadata, NewEvent
 from hcp.bootstrap import Container
 from kernel.clock import utcnow
 from trainer.journal import lock_registry, record, run_stream, specialist_stream
+from trainer.registry.in_transaction import register_in
 from trainer.registry.model import NewAdapter
-from trainer.registry.registry import register_in
 from trainer.runs.tables import training_runs
 from trainer.triggers.tables import trigger_firings
 

@@ -256,7 +256,7 @@ def test_the_production_adapters_falling_reward_fires_a_drift_run(parts, seeded)
 def test_a_run_can_register_only_one_version(parts, seeded):
     from sqlalchemy.exc import IntegrityError
 
-    from trainer.registry.registry import register_in
+    from trainer.registry.in_transaction import register_in
 
     run_id = parts.triggers.fire_manual("coding", "t", "a").run_id
     fake_train(parts, run_id)

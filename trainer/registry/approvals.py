@@ -31,8 +31,8 @@ from trainer.registry.aliases import (
     rollback_in,
     rollback_target_in,
 )
+from trainer.registry.in_transaction import require_specialist_in
 from trainer.registry.model import AliasMove
-from trainer.registry.registry import require_specialist_in
 from trainer.registry.tables import alias_move_decisions as decisions
 from trainer.registry.tables import alias_move_requests as requests
 from trainer.registry.tables import alias_protections

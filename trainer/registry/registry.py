@@ -2,7 +2,7 @@
 
 Every change is an event (``base_model.*``, ``specialist.*``, ``adapter.*``) appended in
 the same transaction as its append-only row. An adapter version is registered only by
-a successful training run (``register_in``, called inside the run's final transaction);
+a successful training run (``in_transaction.register_in``, inside the run's final transaction);
 its status afterwards changes by new ``adapter_status_changes`` rows, the latest of which
 is the effective status.
 """
@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 
 from events.store import EventStore
@@ -26,7 +26,8 @@ from kernel.json_input import JsonLimits, JsonRejected, check_json_value, parse_
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.ml.digest import weights_sha256
 from trainer.registry.aliases import latest_move, move_in
-from trainer.registry.ancestry import adapters_in, record_ancestry_in
+from trainer.registry.ancestry import adapters_in
+from trainer.registry.in_transaction import adapter_in
 from trainer.registry.model import (
     CANDIDATE,
     PROMOTED,
@@ -34,16 +35,11 @@ from trainer.registry.model import (
     AdapterStatus,
     AdapterVersion,
     BaseModelEntry,
-    ContractRef,
-    NewAdapter,
     Specialist,
-    adapter_id_of,
 )
-from trainer.registry.rows import adapter_from_row, base_from_row
+from trainer.registry.rows import base_from_row
 from trainer.registry.status import change_status_in as record_status_in
 from trainer.registry.tables import (
-    adapter_contract_versions,
-    adapter_status_changes,
     adapter_versions,
     base_models,
     specialists,
@@ -256,74 +252,6 @@ def _read_model_dir(path: str | Path) -> tuple[Path, str, dict[str, Any]]:
         invalid.field = "path"
         raise invalid from None
     return root, digest, config
-
-
-def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str) -> AdapterVersion:
-    """Register the version a run produced, inside the run's final transaction.
-
-    The caller holds the registry lock, so max+1 is the next free version.
-    """
-    version = 1 + int(conn.execute(select(func.coalesce(func.max(adapter_versions.c.version), 0))
-                                   .where(adapter_versions.c.specialist == new.specialist))
-                      .scalar() or 0)
-    adapter_id = adapter_id_of(new.specialist, version)
-    refs = [{"name": name, "version": number} for name, number in new.contract_versions]
-    event = record(store, conn, specialist_stream(new.specialist), "adapter.registered", {
-        "adapter_id": adapter_id, "version": version, "parent_adapter_id": new.parent_adapter_id,
-        "base_model": new.base_model, "training_run_id": new.training_run_id,
-        "manifest_id": new.manifest_id, "contract_versions": refs, "hyper": new.hyper,
-        "artifact_sha256": new.artifact_sha256, "status": new.status,
-        "gate": new.metrics.get("gate"),
-    }, actor, specialist=new.specialist, adapter_version=adapter_id)
-    conn.execute(adapter_versions.insert().values(
-        adapter_id=adapter_id, specialist=new.specialist, version=version,
-        parent_adapter_id=new.parent_adapter_id, base_model=new.base_model,
-        training_run_id=new.training_run_id, manifest_id=new.manifest_id, hyper=new.hyper,
-        metrics=new.metrics, artifact_sha256=new.artifact_sha256, artifact_uri=new.artifact_uri,
-        status=new.status, registered_by=actor, registered_at=event.recorded_at,
-        event_position=event.position))
-    if refs:
-        conn.execute(adapter_contract_versions.insert(), [
-            {"adapter_id": adapter_id, "contract_name": r["name"], "contract_version": r["version"]}
-            for r in refs
-        ])
-    record_ancestry_in(conn, adapter_id, new.parent_adapter_id)
-    return adapter_in(conn, adapter_id)
-
-
-def specialist_names_in(conn: Connection) -> list[str]:
-    return list(conn.execute(select(specialists.c.name).order_by(specialists.c.name)).scalars())
-
-
-def require_specialist_in(conn: Connection, name: str) -> None:
-    """Raises:
-        NotFound: no specialist ``name``.
-    """
-    if conn.execute(select(specialists.c.name).where(specialists.c.name == name)).first() is None:
-        raise NotFound(f"no specialist '{name}'")
-
-
-def base_model_names_in(conn: Connection) -> list[str]:
-    return list(conn.execute(select(base_models.c.name).order_by(base_models.c.name)).scalars())
-
-
-def adapter_in(conn: Connection, adapter_id: str) -> AdapterVersion:
-    row = conn.execute(select(adapter_versions)
-                       .where(adapter_versions.c.adapter_id == adapter_id)).first()
-    if row is None:
-        raise NotFound(f"no adapter version '{adapter_id}'")
-    latest = conn.execute(
-        select(adapter_status_changes.c.status)
-        .where(adapter_status_changes.c.adapter_id == adapter_id)
-        .order_by(adapter_status_changes.c.position.desc()).limit(1)
-    ).scalar()
-    # Without content hashes: ``Registry`` adds them from the contract store.
-    refs = conn.execute(
-        select(adapter_contract_versions.c.contract_name, adapter_contract_versions.c.contract_version)
-        .where(adapter_contract_versions.c.adapter_id == adapter_id)
-        .order_by(adapter_contract_versions.c.contract_name, adapter_contract_versions.c.contract_version)
-    )
-    return adapter_from_row(row, latest, [ContractRef(n, v) for n, v in refs])
 
 
 def _specialist(row: Any) -> Specialist:

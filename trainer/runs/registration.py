@@ -10,8 +10,9 @@ from events.store import EventStore
 from trainer.journal import lock_registry
 from trainer.registry.aliases import is_protected_in, move_in
 from trainer.registry.approvals import request_in
+from trainer.registry.in_transaction import register_in
 from trainer.registry.model import CANDIDATE, PROMOTED, AdapterVersion, NewAdapter
-from trainer.registry.registry import Registry, register_in
+from trainer.registry.registry import Registry
 from trainer.runs.model import LeaseLost, TrainingRun
 from trainer.runs.store import Runs
 

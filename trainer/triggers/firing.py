@@ -29,7 +29,7 @@ from kernel.errors import Conflict, Invalid, NotFound
 from trainer.datasets.manifests import Manifests
 from trainer.journal import lock_registry, record, specialist_stream
 from trainer.registry.aliases import latest_move
-from trainer.registry.registry import adapter_in, base_model_names_in, specialist_names_in
+from trainer.registry.in_transaction import adapter_in, base_model_names_in, specialist_names_in
 from trainer.runs.dispatch import Dispatcher, DispatchFailed
 from trainer.runs.model import SUCCEEDED, TrainingRun
 from trainer.runs.store import Runs

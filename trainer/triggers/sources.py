@@ -25,7 +25,7 @@ from contract.versions import ContractVersions
 from events.store import EventStore
 from kernel.errors import Conflict
 from trainer.journal import lock_registry, record, specialist_stream
-from trainer.registry.registry import require_specialist_in
+from trainer.registry.in_transaction import require_specialist_in
 from trainer.triggers.policy import NO_POLICY, Policy, policy_from_contract, resolve
 from trainer.triggers.tables import trigger_policies
 

@@ -10,7 +10,6 @@ HCP_TEST_REQUIRE_SERVICES=1 (CI), where that is a failure.
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 import threading
 import time
@@ -22,6 +21,8 @@ from typing import Any
 
 import pytest
 import uvicorn
+
+from tests.ports import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -74,12 +75,6 @@ def require_browser() -> None:
         if os.environ.get("HCP_TEST_REQUIRE_SERVICES") == "1":
             pytest.fail(message + " (HCP_TEST_REQUIRE_SERVICES=1)")
         pytest.skip(message)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

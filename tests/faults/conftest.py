@@ -26,6 +26,7 @@ from sqlalchemy import text
 
 from hcp import migrate
 from kernel.db import make_engine
+from tests.ports import free_port
 
 PG_BIN = Path(os.environ.get("HCP_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 REQUIRED = os.environ.get("HCP_TEST_REQUIRE_SERVICES") == "1"
@@ -35,12 +36,6 @@ def _missing(what: str) -> None:
     if REQUIRED:
         pytest.fail(f"{what}, but HCP_TEST_REQUIRE_SERVICES=1")
     pytest.skip(what)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(check: Callable[[], object], timeout: float, what: str, every: float = 0.1) -> object:

@@ -4,7 +4,6 @@ port where nothing listens (the shared server is never stopped)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,12 +17,7 @@ from events.sql_store import SqlEventStore
 from hcp.bootstrap import Container, bootstrap
 from hcp.settings import Settings
 from kernel.db import make_engine
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.ports import free_port
 
 
 @pytest.fixture

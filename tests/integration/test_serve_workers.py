@@ -5,7 +5,6 @@ verifies as `hcp verify` recomputes it."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -19,14 +18,9 @@ from sqlalchemy.engine import Engine
 from access.keys import create_key
 from events.chain import verify_chain
 from events.sql_store import SqlEventStore
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
@@ -44,7 +38,7 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout: float = 60.
 
 def test_two_api_processes_keep_one_gapless_chained_log(database_url: str, engine: Engine) -> None:
     key = create_key(engine, ["events:write"], "workers")
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {**os.environ, "HCP_DATABASE_URL": database_url, "HCP_KAFKA_BOOTSTRAP": "",
            "HCP_CONSOLE_SECRET": "test-secret"}

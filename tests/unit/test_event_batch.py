@@ -97,3 +97,11 @@ def test_invalid_bodies_raise_the_models_errors(body: Any) -> None:
 
 def _errors(exc: ValidationError) -> list[tuple[Any, ...]]:
     return [(e["loc"], e["type"], e["msg"]) for e in exc.errors()]
+
+
+def test_the_fast_path_sets_every_field_of_a_client_event() -> None:
+    from api.schemas.event_batch import _FIELDS
+
+    built = _fast({"events": [event()]})[0]
+
+    assert set(vars(built)) == _FIELDS

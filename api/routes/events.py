@@ -12,15 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Query, Response
 
-from api.deps import (
-    AppenderDep,
-    EventsRead,
-    EventsWrite,
-    MetricsDep,
-    ReferencesDep,
-    SettingsDep,
-    StoreDep,
-)
+from api.deps import EventsRead, EventsWrite, EventWritingDep, StoreDep
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.common import INT64_MAX
@@ -47,17 +39,16 @@ class SafeJSONResponse(Response):
                               "description": "Every event of the batch was already stored"},
                         **BODY, **errors(409, 413)})
 def append_events(
-    batch: Annotated[ClientBatch, Body()], appender: AppenderDep, settings: SettingsDep, metrics: MetricsDep,
-    principal: EventsWrite,
-    references: ReferencesDep,
+    batch: Annotated[ClientBatch, Body()], principal: EventsWrite, writing: EventWritingDep,
 ) -> Response:
     """Append a batch of events, all or nothing; 200 when every item was a duplicate.
     Registry names in core events are checked (422 naming the field; see docs/events.md)."""
     # The body is an EventBatchIn, validated straight into ClientEvents (ClientBatch).
+    settings = writing.settings
     limits = IngestLimits(settings.max_batch_events, settings.max_payload_bytes, settings.json_limits)
-    appended = ingest(appender, batch, limits, principal.author, references)
+    appended = ingest(writing.appender, batch, limits, principal.author, writing.references)
     created = sum(a.created for a in appended)
-    metrics.events_appended.inc(created)
+    writing.metrics.events_appended.inc(created)
     # The answer is AppendedBatchOut, encoded here in one json.dumps: building and then
     # serialising a model per event cost a tenth of a 200-event request.
     body = json.dumps({"events": [

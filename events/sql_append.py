@@ -24,14 +24,14 @@ from sqlalchemy.engine import Connection
 
 from events.chain import GENESIS_HASH
 from events.errors import EventLogError
-from events.model import RecordedEvent
+from events.model import RecordedEvent, iso_time
 from events.numbering import Numbering, Prepared
 from events.relay_wake import NOTIFY_STATEMENT, notify_outbox
-from events.sql_rows import COLUMNS, copy_row, event_from_row, to_row
+from events.sql_rows import COLUMNS, COPY_COLUMNS, copy_line, copy_row, event_from_row, to_row
 from events.store import Appended
 from events.tables import events as events_table
 from kernel.clock import utcnow
-from kernel.sql import copy_rows, insert_few, insert_rows, lock_writers, pipelined
+from kernel.sql import copy_rows, copy_text, insert_few, insert_rows, lock_writers, pipelined
 
 # Any constant works; it only has to be the same for every writer of this database.
 APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
@@ -49,40 +49,63 @@ def append_batches(conn: Connection, batches: Sequence[Sequence[Prepared]],
     """Number and store ``batches`` in the caller's transaction, in order; per batch its
     results or the error that refused it (its events are then not stored)."""
     items = [item for batch in batches for item in batch]
-    ids = list({item.new.event_id for item in items})
     streams = list(dict.fromkeys(item.new.stream_id for item in items))
     psycopg = conn.dialect.driver == "psycopg"
-    existing, (position, prev_hash), heads = (_locked_reads_pipelined if psycopg else _locked_reads)(
-        conn, ids, streams)
+    if psycopg:
+        ids = "{" + ",".join(dict.fromkeys(item.id_text for item in items)) + "}"
+        existing, (position, prev_hash), heads = _locked_reads_pipelined(conn, ids, streams)
+    else:
+        uuids = list({item.new.event_id for item in items})
+        existing, (position, prev_hash), heads = _locked_reads(conn, uuids, streams)
+    now = utcnow()
     numbering = Numbering(existing, position, prev_hash, {s: seq for s, (seq, _) in heads.items()},
-                          utcnow(), {s: tenant for s, (_, tenant) in heads.items()})
+                          now, {s: tenant for s, (_, tenant) in heads.items()})
     outcomes: list[list[Appended] | EventLogError] = []
     for batch in batches:
         try:
             outcomes.append(numbering.number(batch))
         except EventLogError as exc:
             outcomes.append(exc)
-    created = [(a.event, item.payload_json) for batch, outcome in zip(batches, outcomes, strict=True)
+    created = [(a.event, item) for batch, outcome in zip(batches, outcomes, strict=True)
                if not isinstance(outcome, Exception)
                for a, item in zip(outcome, batch, strict=True) if a.created]
-    if psycopg and len(created) <= FEW_ROWS:
-        insert_few(conn, events_table.name, COLUMNS, [copy_row(e, text_) for e, text_ in created])
+    if psycopg and len(created) > FEW_ROWS:
+        _copy(conn, created, iso_time(now))
     elif psycopg:
-        copy_rows(conn, events_table.name, COLUMNS, (copy_row(e, text_) for e, text_ in created))
+        insert_few(conn, events_table.name, COLUMNS, [copy_row(e, i.payload_json) for e, i in created])
     else:
         insert_rows(conn, events_table, [to_row(e) for e, _ in created])
     return outcomes
 
 
-def _locked_reads_pipelined(conn: Connection, ids: list[uuid.UUID], streams: list[str],
+def _copy(conn: Connection, created: list[tuple[RecordedEvent, Prepared]], recorded_at: str) -> None:
+    """The rows in one COPY, as text put together from each event's prepared head; through
+    the driver's row formatting instead when an event has none (unusual field types) or
+    a value holds a NUL (which the driver refuses, as it always has)."""
+    lines: list[str] = []
+    for event, item in created:
+        if item.row_head is None:
+            break
+        lines.append(copy_line(item.row_head, event, recorded_at))
+    else:
+        data = "".join(lines)
+        if "\x00" not in data:
+            copy_text(conn, events_table.name, COPY_COLUMNS, data)
+            return
+    copy_rows(conn, events_table.name, COLUMNS, (copy_row(e, i.payload_json) for e, i in created))
+
+
+def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
                             ) -> tuple[Existing, tuple[int, str], Heads]:
-    """The writer lock, the stored duplicates, the log head and the stream heads, in one
-    round trip instead of four (each statement still reads after the lock is held)."""
+    """The writer lock, the stored duplicates (``ids``: the event ids as a uuid[] literal),
+    the log head and the stream heads, in one round trip instead of four (each statement
+    still reads after the lock is held). Arrays go as literals: psycopg's list dumper
+    costs ~4 µs per element in Python, and a UUID's text has nothing to quote."""
     _, stored, head, found, _ = pipelined(conn, [
         ("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,)),
-        (_EXISTING, (_uuid_array(ids),)),
+        (_EXISTING, (ids,)),
         (_HEAD, None),
-        (_STREAM_HEADS, (streams,)),
+        (_STREAM_HEADS, (_text_array(streams),)),
         NOTIFY_STATEMENT,  # wakes the relay on commit (events/relay_wake.py); no extra trip
     ])
     existing = {row[1]: event_from_row(dict(zip(COLUMNS, row, strict=True))) for row in stored}
@@ -109,10 +132,9 @@ def _heads(streams: list[str], rows: Iterable[Sequence[Any]]) -> Heads:
     return {stream: found.get(stream, (0, None)) for stream in streams}
 
 
-def _uuid_array(ids: list[uuid.UUID]) -> str:
-    # An array literal: psycopg's list dumper costs ~4 µs per element in Python; a UUID's
-    # text has nothing to quote.
-    return "{" + ",".join(map(str, ids)) + "}"
+def _text_array(texts: list[str]) -> str:
+    """A text[] literal: each element quoted, its quotes and backslashes escaped."""
+    return "{" + ",".join(['"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in texts]) + "}"
 
 
 _EXISTING = f"SELECT {', '.join(COLUMNS)} FROM events WHERE event_id = ANY(%s::uuid[])"  # noqa: S608 (column names)

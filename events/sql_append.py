@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
@@ -29,6 +29,7 @@ from events.numbering import Numbering, Prepared
 from events.relay_wake import NOTIFY_STATEMENT, notify_outbox
 from events.sql_rows import COLUMNS, COPY_COLUMNS, copy_line, copy_row, event_from_row, to_row
 from events.store import Appended
+from events.stream_heads import Head, LogHead, StreamHeads
 from events.tables import events as events_table
 from kernel.clock import utcnow
 from kernel.sql import copy_rows, copy_text, insert_few, insert_rows, lock_writers, pipelined
@@ -40,7 +41,7 @@ APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
 # events and small batches are latency-bound, larger ones CPU-bound (COPY is cheaper per row).
 FEW_ROWS = 16
 
-Heads = dict[str, tuple[int, str | None]]  # stream -> (last seq, 0: new; tenant of its last event)
+Heads = dict[str, Head]  # stream -> (last seq, 0: new; tenant of its last event)
 Existing = dict[uuid.UUID, RecordedEvent]
 
 
@@ -48,17 +49,29 @@ def append_batches(conn: Connection, batches: Sequence[Sequence[Prepared]],
                    ) -> list[list[Appended] | EventLogError]:
     """Number and store ``batches`` in the caller's transaction, in order; per batch its
     results or the error that refused it (its events are then not stored)."""
+    return append_learning(conn, batches, None)[0]
+
+
+def append_learning(conn: Connection, batches: Sequence[Sequence[Prepared]],
+                    known: StreamHeads | None) -> tuple[list[list[Appended] | EventLogError], Learnt | None]:
+    """``append_batches`` taking what ``known`` holds of the stream heads (PostgreSQL;
+    events/stream_heads.py) and saying what it learnt, for ``known.committed`` once the
+    transaction has committed."""
     items = [item for batch in batches for item in batch]
     streams = list(dict.fromkeys(item.new.stream_id for item in items))
     psycopg = conn.dialect.driver == "psycopg"
     if psycopg:
         ids = "{" + ",".join(dict.fromkeys(item.id_text for item in items)) + "}"
-        existing, (position, prev_hash), heads = _locked_reads_pipelined(conn, ids, streams)
+        existing, log_head, heads = _locked_reads_pipelined(
+            conn, ids, known.to_read(streams) if known is not None else streams)
+        if known is not None:
+            heads = _with_known(conn, known, log_head, streams, heads)
     else:
+        known = None
         uuids = list({item.new.event_id for item in items})
-        existing, (position, prev_hash), heads = _locked_reads(conn, uuids, streams)
+        existing, log_head, heads = _locked_reads(conn, uuids, streams)
     now = utcnow()
-    numbering = Numbering(existing, position, prev_hash, {s: seq for s, (seq, _) in heads.items()},
+    numbering = Numbering(existing, *log_head, {s: seq for s, (seq, _) in heads.items()},
                           now, {s: tenant for s, (_, tenant) in heads.items()})
     outcomes: list[list[Appended] | EventLogError] = []
     for batch in batches:
@@ -75,7 +88,30 @@ def append_batches(conn: Connection, batches: Sequence[Sequence[Prepared]],
         insert_few(conn, events_table.name, COLUMNS, [copy_row(e, i.payload_json) for e, i in created])
     else:
         insert_rows(conn, events_table, [to_row(e) for e, _ in created])
-    return outcomes
+    learnt = None if known is None else Learnt(
+        log_head, (numbering.position, numbering.prev_hash),
+        {s: (numbering.seqs.get(s, 0), numbering.owners.get(s)) for s in streams})
+    return outcomes, learnt
+
+
+class Learnt(NamedTuple):
+    """What an append's transaction found and left: ``StreamHeads.committed``'s arguments."""
+
+    started: LogHead
+    ended: LogHead
+    heads: Heads
+
+
+def _with_known(conn: Connection, known: StreamHeads, log_head: LogHead, streams: list[str],
+                read: Heads) -> Heads:
+    """The heads of ``streams``: ``read`` with the log head, the rest as ``known`` holds
+    them if the log has not moved since, else read now (a second round trip)."""
+    heads = {**(known.known(log_head, streams) or {}), **read}
+    missing = [stream for stream in streams if stream not in heads]
+    if missing:
+        [found] = pipelined(conn, [(_STREAM_HEADS, (_text_array(missing),))])
+        heads.update(_heads(missing, found))
+    return heads
 
 
 def _copy(conn: Connection, created: list[tuple[RecordedEvent, Prepared]], recorded_at: str) -> None:
@@ -96,7 +132,7 @@ def _copy(conn: Connection, created: list[tuple[RecordedEvent, Prepared]], recor
 
 
 def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
-                            ) -> tuple[Existing, tuple[int, str], Heads]:
+                            ) -> tuple[Existing, LogHead, Heads]:
     """The writer lock, the stored duplicates (``ids``: the event ids as a uuid[] literal),
     the log head and the stream heads, in one round trip instead of four (each statement
     still reads after the lock is held). Arrays go as literals: psycopg's list dumper
@@ -113,7 +149,7 @@ def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
 
 
 def _locked_reads(conn: Connection, ids: list[uuid.UUID], streams: list[str],
-                  ) -> tuple[Existing, tuple[int, str], Heads]:
+                  ) -> tuple[Existing, LogHead, Heads]:
     lock_writers(conn, APPEND_LOCK_KEY)  # (a no-op on SQLite; see the module docstring)
     notify_outbox(conn)  # wakes the relay on commit (a no-op on SQLite)
     e = events_table.c

@@ -5,10 +5,14 @@ databases (SQLite reads every head; the suite must hold the same there)."""
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import pytest
 from sqlalchemy.engine import Engine
 
 from events.errors import StreamOfAnotherTenant, WrongExpectedSeq
+from events.group_commit import GroupCommit
 from events.model import EventMetadata
 from events.sql_append import FEW_ROWS
 from events.sql_store import SqlEventStore
@@ -77,3 +81,30 @@ def test_a_refused_batch_leaves_the_known_heads_as_stored(store: SqlEventStore) 
 
     assert store.append([new_event("s", expected_seq=2), new_event("n", expected_seq=0)])
     assert seqs_of(store, "s") == [1, 2, 3] and seqs_of(store, "n") == [1]
+
+
+def test_group_commits_on_threads_beside_another_writer_keep_every_stream_gapless(engine: Engine) -> None:
+    store, other = SqlEventStore(engine), SqlEventStore(engine)
+    group = GroupCommit(store)
+    failures: list[BaseException] = []
+
+    def write(appender: Any, tag: str) -> None:
+        try:
+            for turn in range(8):
+                appender.append([new_event(STREAMS[(turn + i) % 3], f"{tag}{turn}-{i}") for i in range(5)])
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(group, f"g{n}")) for n in range(4)]
+    threads.append(threading.Thread(target=write, args=(other, "o")))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []
+    assert store.head() == 5 * 8 * 5
+    for stream in STREAMS:
+        seqs = seqs_of(store, stream)
+        assert seqs == list(range(1, len(seqs) + 1))
+    assert store.verify().intact

@@ -6,10 +6,12 @@ transaction-scoped advisory lock serialises appenders until commit; readers are 
 blocked (SQLite: the engine's BEGIN IMMEDIATE already holds the write lock).
 
 What happens under the lock is kept short, because every writer waits for it: the
-batches arrive prepared (digests, hash templates), the lock and the reads it guards
-(duplicates, log head, stream heads with their tenants) and the relay's wake-up
-notification go in one pipelined round trip on psycopg, numbering only fills in positions
-and hashes, and the rows go in one COPY.
+batches arrive prepared (digests, hash templates, the rows' fixed columns as COPY text),
+the lock and the reads it guards (duplicates, log head, stream heads with their tenants)
+and the relay's wake-up notification go in one pipelined round trip on psycopg (stream
+heads the store's own last commit left are not read again: events/stream_heads.py),
+numbering only fills in positions and hashes, and the rows go in one COPY of text put
+together from the prepared heads.
 """
 
 from __future__ import annotations

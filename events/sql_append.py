@@ -143,7 +143,7 @@ def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
     _, stored, heads, _ = pipelined(conn, [
         ("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,)),
         (_EXISTING, (ids,)),
-        (_LOG_AND_STREAM_HEADS, (_text_array(streams),)),
+        (_LOG_AND_STREAM_HEADS, (_text_array(streams),)) if streams else (_LOG_HEAD, None),
         NOTIFY_STATEMENT,  # wakes the relay on commit (events/relay_wake.py); no extra trip
     ])
     existing = {row[1]: event_from_row(dict(zip(COLUMNS, row, strict=True))) for row in stored}
@@ -185,7 +185,10 @@ _STREAM_HEADS = (
     "LEFT JOIN LATERAL (SELECT e.stream_seq, e.tenant FROM events e WHERE e.stream_id = ids.stream_id "
     "ORDER BY e.stream_seq DESC LIMIT 1) AS h ON true"
 )
-# The log head as a row whose stream is NULL, then the stream heads: one snapshot.
+# The log head as a row whose stream is NULL, then the stream heads: one snapshot. Alone
+# when every stream's head is known (the planner keeps re-planning the union for an
+# empty array, a cheap plan it will not trade for its generic one).
+_LOG_HEAD = "SELECT NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1"
 _LOG_AND_STREAM_HEADS = (
     "(SELECT NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1) "  # noqa: S608
     f"UNION ALL {_STREAM_HEADS}"

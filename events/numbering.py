@@ -14,32 +14,43 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
+from hashlib import sha256
+from typing import NamedTuple
 
 from events.chain import HashTemplate, hash_template, recorded_json, reference_chain_hash
 from events.errors import EventIdConflict, StreamOfAnotherTenant, WrongExpectedSeq
-from events.model import EventMetadata, NewEvent, RecordedEvent
+from events.model import EventMetadata, NewEvent, RecordedEvent, iso_time
+from events.sql_rows import copy_head
 from events.store import Appended
 from kernel.canonical import canonical_json, sha256_hex
 from kernel.clock import utc
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A new event with what its numbering needs computed ahead of the lock."""
+class Prepared(NamedTuple):
+    """A new event with what its numbering needs computed ahead of the lock (a tuple:
+    one is made for every event written)."""
 
     new: NewEvent
     payload_json: str  # canonical JSON: digested, and what the SQL store writes
     digest: str
     template: HashTemplate | None  # None: hash it by the definition (unusual field types)
+    id_text: str  # str(event_id): the key of the batch's duplicates check
+    # The SQL row's fields known before numbering, as COPY text (events/sql_rows.py);
+    # None with the template (unusual field types: the row goes through the driver).
+    row_head: str | None
 
 
 def prepare(new: NewEvent) -> Prepared:
     text = new.payload_json if new.payload_json is not None else canonical_json(new.payload)
-    digest = sha256_hex(text)
-    return Prepared(new, text, digest, hash_template(new.event_id, new.stream_id, new.type,
-                                                     new.schema_version, new.metadata, digest))
+    digest = sha256(text.encode()).hexdigest()
+    meta, id_text = new.metadata, str(new.event_id)
+    occurred = None if meta.occurred_at is None else iso_time(meta.occurred_at)
+    template = hash_template(None if new.event_id is None else id_text, new.stream_id, new.type,
+                             new.schema_version, meta, digest, occurred)
+    row_head = None if template is None else copy_head(new, id_text, text, digest, occurred)
+    return Prepared(new, text, digest, template, id_text, row_head)
 
 
 def prepare_batch(batch: Sequence[NewEvent]) -> list[Prepared]:
@@ -77,21 +88,23 @@ class Numbering:
     def __init__(self, existing: dict[uuid.UUID, RecordedEvent], head_position: int,
                  head_hash: str, stream_seqs: dict[str, int], now: datetime,
                  stream_tenants: dict[str, str | None] | None = None) -> None:
-        self.known, self.seqs = dict(existing), dict(stream_seqs)
+        # Keyed by the id's text: a str caches its hash, a UUID computes it every time.
+        self.known = {str(event_id): event for event_id, event in existing.items()}
+        self.seqs = dict(stream_seqs)
         self.owners, self.check_owners = dict(stream_tenants or {}), stream_tenants is not None
         self.position, self.prev_hash, self.now = head_position, head_hash, now
         self.recorded = recorded_json(now)
 
     def number(self, items: Sequence[Prepared]) -> list[Appended]:
         """Number ``items`` on from the state; see ``number_batch`` for what it raises."""
-        known: dict[uuid.UUID, RecordedEvent] = {}  # this batch's changes, kept on success
+        known: dict[str, RecordedEvent] = {}  # this batch's changes, kept on success
         seqs: dict[str, int] = {}
         owners: dict[str, str | None] = {}
         position, prev_hash = self.position, self.prev_hash
         results: list[Appended] = []
         for index, item in enumerate(items):
-            new = item.new
-            stored = known.get(new.event_id) or self.known.get(new.event_id)
+            new, key = item.new, item.id_text
+            stored = known.get(key) or self.known.get(key)
             if stored is not None:
                 if not same_content(stored, new, item.digest):
                     raise EventIdConflict(new.event_id, index)
@@ -109,7 +122,7 @@ class Numbering:
             seqs[stream] = current + 1
             event = _record(item, position, current + 1, self.now, self.recorded, prev_hash)
             prev_hash = event.hash
-            known[new.event_id] = event  # a repeat later in the same batch is a duplicate
+            known[key] = event  # a repeat later in the same batch is a duplicate
             results.append(Appended(event, created=True))
         self.known.update(known)
         self.seqs.update(seqs)

@@ -6,10 +6,12 @@ transaction-scoped advisory lock serialises appenders until commit; readers are 
 blocked (SQLite: the engine's BEGIN IMMEDIATE already holds the write lock).
 
 What happens under the lock is kept short, because every writer waits for it: the
-batches arrive prepared (digests, hash templates), the lock and the reads it guards
-(duplicates, log head, stream heads with their tenants) and the relay's wake-up
-notification go in one pipelined round trip on psycopg, numbering only fills in positions
-and hashes, and the rows go in one COPY.
+batches arrive prepared (digests, hash templates, the rows' fixed columns as COPY text),
+the lock and the reads it guards (duplicates, log head, stream heads with their tenants)
+and the relay's wake-up notification go in one pipelined round trip on psycopg (stream
+heads the store's own last commit left are not read again: events/stream_heads.py),
+numbering only fills in positions and hashes, and the rows go in one COPY of text put
+together from the prepared heads.
 """
 
 from __future__ import annotations
@@ -17,21 +19,22 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
 from events.chain import GENESIS_HASH
 from events.errors import EventLogError
-from events.model import RecordedEvent
+from events.model import RecordedEvent, iso_time
 from events.numbering import Numbering, Prepared
 from events.relay_wake import NOTIFY_STATEMENT, notify_outbox
-from events.sql_rows import COLUMNS, copy_row, event_from_row, to_row
+from events.sql_rows import COLUMNS, COPY_COLUMNS, copy_line, copy_row, event_from_row, to_row
 from events.store import Appended
+from events.stream_heads import Head, LogHead, StreamHeads
 from events.tables import events as events_table
 from kernel.clock import utcnow
-from kernel.sql import copy_rows, insert_few, insert_rows, lock_writers, pipelined
+from kernel.sql import copy_rows, copy_text, insert_few, insert_rows, lock_writers, pipelined
 
 # Any constant works; it only has to be the same for every writer of this database.
 APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
@@ -40,7 +43,7 @@ APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
 # events and small batches are latency-bound, larger ones CPU-bound (COPY is cheaper per row).
 FEW_ROWS = 16
 
-Heads = dict[str, tuple[int, str | None]]  # stream -> (last seq, 0: new; tenant of its last event)
+Heads = dict[str, Head]  # stream -> (last seq, 0: new; tenant of its last event)
 Existing = dict[uuid.UUID, RecordedEvent]
 
 
@@ -48,49 +51,109 @@ def append_batches(conn: Connection, batches: Sequence[Sequence[Prepared]],
                    ) -> list[list[Appended] | EventLogError]:
     """Number and store ``batches`` in the caller's transaction, in order; per batch its
     results or the error that refused it (its events are then not stored)."""
+    return append_learning(conn, batches, None)[0]
+
+
+def append_learning(conn: Connection, batches: Sequence[Sequence[Prepared]],
+                    known: StreamHeads | None) -> tuple[list[list[Appended] | EventLogError], Learnt | None]:
+    """``append_batches`` taking what ``known`` holds of the stream heads (PostgreSQL;
+    events/stream_heads.py) and saying what it learnt, for ``known.committed`` once the
+    transaction has committed."""
     items = [item for batch in batches for item in batch]
-    ids = list({item.new.event_id for item in items})
     streams = list(dict.fromkeys(item.new.stream_id for item in items))
     psycopg = conn.dialect.driver == "psycopg"
-    existing, (position, prev_hash), heads = (_locked_reads_pipelined if psycopg else _locked_reads)(
-        conn, ids, streams)
-    numbering = Numbering(existing, position, prev_hash, {s: seq for s, (seq, _) in heads.items()},
-                          utcnow(), {s: tenant for s, (_, tenant) in heads.items()})
+    if psycopg:
+        ids = "{" + ",".join(dict.fromkeys(item.id_text for item in items)) + "}"
+        existing, log_head, heads = _locked_reads_pipelined(
+            conn, ids, known.to_read(streams) if known is not None else streams)
+        if known is not None:
+            heads = _with_known(conn, known, log_head, streams, heads)
+    else:
+        known = None
+        uuids = list({item.new.event_id for item in items})
+        existing, log_head, heads = _locked_reads(conn, uuids, streams)
+    now = utcnow()
+    numbering = Numbering(existing, *log_head, {s: seq for s, (seq, _) in heads.items()},
+                          now, {s: tenant for s, (_, tenant) in heads.items()})
     outcomes: list[list[Appended] | EventLogError] = []
     for batch in batches:
         try:
             outcomes.append(numbering.number(batch))
         except EventLogError as exc:
             outcomes.append(exc)
-    created = [(a.event, item.payload_json) for batch, outcome in zip(batches, outcomes, strict=True)
+    created = [(a.event, item) for batch, outcome in zip(batches, outcomes, strict=True)
                if not isinstance(outcome, Exception)
                for a, item in zip(outcome, batch, strict=True) if a.created]
-    if psycopg and len(created) <= FEW_ROWS:
-        insert_few(conn, events_table.name, COLUMNS, [copy_row(e, text_) for e, text_ in created])
+    if psycopg and len(created) > FEW_ROWS:
+        _copy(conn, created, iso_time(now))
     elif psycopg:
-        copy_rows(conn, events_table.name, COLUMNS, (copy_row(e, text_) for e, text_ in created))
+        insert_few(conn, events_table.name, COLUMNS, [copy_row(e, i.payload_json) for e, i in created])
     else:
         insert_rows(conn, events_table, [to_row(e) for e, _ in created])
-    return outcomes
+    learnt = None if known is None else Learnt(
+        log_head, (numbering.position, numbering.prev_hash),
+        {s: (numbering.seqs.get(s, 0), numbering.owners.get(s)) for s in streams})
+    return outcomes, learnt
 
 
-def _locked_reads_pipelined(conn: Connection, ids: list[uuid.UUID], streams: list[str],
-                            ) -> tuple[Existing, tuple[int, str], Heads]:
-    """The writer lock, the stored duplicates, the log head and the stream heads, in one
-    round trip instead of four (each statement still reads after the lock is held)."""
-    _, stored, head, found, _ = pipelined(conn, [
+class Learnt(NamedTuple):
+    """What an append's transaction found and left: ``StreamHeads.committed``'s arguments."""
+
+    started: LogHead
+    ended: LogHead
+    heads: Heads
+
+
+def _with_known(conn: Connection, known: StreamHeads, log_head: LogHead, streams: list[str],
+                read: Heads) -> Heads:
+    """The heads of ``streams``: ``read`` with the log head, the rest as ``known`` holds
+    them if the log has not moved since, else read now (a second round trip)."""
+    heads = {**(known.known(log_head, streams) or {}), **read}
+    missing = [stream for stream in streams if stream not in heads]
+    if missing:
+        [found] = pipelined(conn, [(_STREAM_HEADS, (_text_array(missing),))])
+        heads.update(_heads(missing, found))
+    return heads
+
+
+def _copy(conn: Connection, created: list[tuple[RecordedEvent, Prepared]], recorded_at: str) -> None:
+    """The rows in one COPY, as text put together from each event's prepared head; through
+    the driver's row formatting instead when an event has none (unusual field types) or
+    a value holds a NUL (which the driver refuses, as it always has)."""
+    lines: list[str] = []
+    for event, item in created:
+        if item.row_head is None:
+            break
+        lines.append(copy_line(item.row_head, event, recorded_at))
+    else:
+        data = "".join(lines)
+        if "\x00" not in data:
+            copy_text(conn, events_table.name, COPY_COLUMNS, data)
+            return
+    copy_rows(conn, events_table.name, COLUMNS, (copy_row(e, i.payload_json) for e, i in created))
+
+
+def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
+                            ) -> tuple[Existing, LogHead, Heads]:
+    """The writer lock, the stored duplicates (``ids``: the event ids as a uuid[] literal),
+    the log head and the stream heads, in one round trip instead of four (each statement
+    still reads after the lock is held; the log head and the stream heads share one, as
+    each statement costs the driver ~50 µs). Arrays go as literals: psycopg's list dumper
+    costs ~4 µs per element in Python, and a UUID's text has nothing to quote."""
+    _, stored, heads, _ = pipelined(conn, [
         ("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,)),
-        (_EXISTING, (_uuid_array(ids),)),
-        (_HEAD, None),
-        (_STREAM_HEADS, (streams,)),
+        (_EXISTING, (ids,)),
+        (_LOG_AND_STREAM_HEADS, (_text_array(streams),)) if streams else (_LOG_HEAD, None),
         NOTIFY_STATEMENT,  # wakes the relay on commit (events/relay_wake.py); no extra trip
     ])
     existing = {row[1]: event_from_row(dict(zip(COLUMNS, row, strict=True))) for row in stored}
-    return existing, (int(head[0][0]), str(head[0][1])) if head else (0, GENESIS_HASH), _heads(streams, found)
+    head = [(int(row[1]), str(row[2])) for row in heads if row[0] is None]  # stream NULL: the log's
+    found = [row for row in heads if row[0] is not None]
+    return existing, head[0] if head else (0, GENESIS_HASH), _heads(streams, found)
 
 
 def _locked_reads(conn: Connection, ids: list[uuid.UUID], streams: list[str],
-                  ) -> tuple[Existing, tuple[int, str], Heads]:
+                  ) -> tuple[Existing, LogHead, Heads]:
     lock_writers(conn, APPEND_LOCK_KEY)  # (a no-op on SQLite; see the module docstring)
     notify_outbox(conn)  # wakes the relay on commit (a no-op on SQLite)
     e = events_table.c
@@ -109,20 +172,26 @@ def _heads(streams: list[str], rows: Iterable[Sequence[Any]]) -> Heads:
     return {stream: found.get(stream, (0, None)) for stream in streams}
 
 
-def _uuid_array(ids: list[uuid.UUID]) -> str:
-    # An array literal: psycopg's list dumper costs ~4 µs per element in Python; a UUID's
-    # text has nothing to quote.
-    return "{" + ",".join(map(str, ids)) + "}"
+def _text_array(texts: list[str]) -> str:
+    """A text[] literal: each element quoted, its quotes and backslashes escaped."""
+    return "{" + ",".join(['"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in texts]) + "}"
 
 
 _EXISTING = f"SELECT {', '.join(COLUMNS)} FROM events WHERE event_id = ANY(%s::uuid[])"  # noqa: S608 (column names)
-_HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
 # Each stream's head (seq and tenant): one backward step on the (stream_id, stream_seq)
 # unique index.
 _STREAM_HEADS = (
-    "SELECT ids.stream_id, h.stream_seq, h.tenant FROM unnest(%s::text[]) AS ids(stream_id) "
+    "SELECT ids.stream_id, h.stream_seq, h.tenant::text FROM unnest(%s::text[]) AS ids(stream_id) "
     "LEFT JOIN LATERAL (SELECT e.stream_seq, e.tenant FROM events e WHERE e.stream_id = ids.stream_id "
     "ORDER BY e.stream_seq DESC LIMIT 1) AS h ON true"
+)
+# The log head as a row whose stream is NULL, then the stream heads: one snapshot. Alone
+# when every stream's head is known (the planner keeps re-planning the union for an
+# empty array, a cheap plan it will not trade for its generic one).
+_LOG_HEAD = "SELECT NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1"
+_LOG_AND_STREAM_HEADS = (
+    "(SELECT NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1) "  # noqa: S608
+    f"UNION ALL {_STREAM_HEADS}"
 )
 _PG_STREAM_HEADS = text(_STREAM_HEADS.replace("%s::text[]", "CAST(:ids AS text[])"))
 _SQLITE_STREAM_HEADS = text(

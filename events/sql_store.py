@@ -14,9 +14,10 @@ from events.catalogue import upcast_event
 from events.errors import EventLogError
 from events.model import NewEvent, RecordedEvent
 from events.numbering import Prepared, prepare_batch
-from events.sql_append import append_batches
+from events.sql_append import append_batches, append_learning
 from events.sql_rows import event_from_row
 from events.store import Appended, ChainLink, Closer, EventStore
+from events.stream_heads import StreamHeads
 from events.tables import events as events_table
 from events.wire_rows import WireEvent, wire_event, wire_query
 from kernel.db import is_postgres, reading
@@ -29,6 +30,8 @@ ID_CHUNK = 500  # ids per IN (...) on SQLite
 class SqlEventStore(EventStore):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # The stream heads this store's own commits left (events/stream_heads.py).
+        self._known_heads = StreamHeads()
 
     def append(self, batch: Sequence[NewEvent], conn: Connection | None = None) -> list[Appended]:
         # Digests and hash templates first: none of it needs the lock, so none of it
@@ -43,10 +46,17 @@ class SqlEventStore(EventStore):
         """Several prepared batches in one transaction, each all or nothing: per batch,
         its results, or the error that refused it (the others are stored regardless).
         An error of the transaction itself (the database) raises and stores nothing."""
-        if conn is not None:
+        if conn is not None:  # the caller commits, or not: nothing learnt
             return append_batches(conn, batches)
-        with self.engine.begin() as own:
-            return append_batches(own, batches)
+        try:
+            with self.engine.begin() as own:
+                outcomes, learnt = append_learning(own, batches, self._known_heads)
+        except BaseException:
+            self._known_heads.forget()  # the commit may or may not have happened
+            raise
+        if learnt is not None:
+            self._known_heads.committed(*learnt)
+        return outcomes
 
     def get(self, event_id: uuid.UUID, tenant: str | None = None) -> RecordedEvent | None:
         query = _of_tenant(select(events_table).where(events_table.c.event_id == event_id), tenant)

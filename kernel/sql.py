@@ -70,6 +70,22 @@ def copy_rows(conn: Connection, table: str, columns: Sequence[str],
         raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
 
 
+def copy_text(conn: Connection, table: str, columns: Sequence[str], data: str) -> None:
+    """COPY ``data``, rows already in PostgreSQL's text format (tab-separated, ``\\N`` for
+    NULL, backslash escapes, a newline after each), into ``table`` in the caller's
+    transaction (psycopg only): one write instead of the driver formatting every value."""
+    import psycopg
+
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+    try:
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:
+            copy.write(data)
+    except psycopg.Error as exc:
+        raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
+
+
 def insert_few(conn: Connection, table: str, columns: Sequence[str],
                rows: Sequence[Sequence[Any]]) -> None:
     """``rows`` as one multi-row INSERT in the caller's transaction (psycopg only): one

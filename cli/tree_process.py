@@ -36,6 +36,9 @@ from hcp.bootstrap import bootstrap
 log = logging.getLogger(__name__)
 
 MODULE = "cli.tree_process"
+# The tree is a projection that may lag (a checkpoint builds what it lacks before it is
+# signed); the relay, the API and PostgreSQL share the CPUs with it and may not.
+NICENESS = 10
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -77,6 +80,8 @@ def main(argv: list[str]) -> None:
     """The child: follow the log into the tree until the relay closes the pipe or dies."""
     parent = int(argv[0])
     _die_with(parent)
+    if hasattr(os, "nice"):
+        os.nice(NICENESS)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="merkle-tree builder %(levelname)s %(name)s: %(message)s")
     stop = stop_on_signals()

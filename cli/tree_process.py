@@ -49,10 +49,6 @@ class TreeBuilderProcess:
         self.stop_timeout_s = stop_timeout_s
         self._child: subprocess.Popen[bytes] | None = None
 
-    @property
-    def pid(self) -> int | None:
-        return None if self._child is None else self._child.pid
-
     def start(self) -> None:
         """Fork the child; it logs to the relay's stderr (inherited)."""
         # Started from the relay's main thread: the death signal follows the thread that

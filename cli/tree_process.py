@@ -30,9 +30,6 @@ import subprocess
 import sys
 import threading
 
-from cli.common import stop_on_signals
-from hcp.bootstrap import bootstrap
-
 log = logging.getLogger(__name__)
 
 MODULE = "cli.tree_process"
@@ -78,6 +75,11 @@ def main(argv: list[str]) -> None:
     _die_with(parent)
     if hasattr(os, "nice"):
         os.nice(NICENESS)
+    # Imported only now, at the lower priority: the container's imports take about two
+    # seconds of CPU, which a relay that has just taken over needs for its backlog.
+    from cli.common import stop_on_signals
+    from hcp.bootstrap import bootstrap
+
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="merkle-tree builder %(levelname)s %(name)s: %(message)s")
     stop = stop_on_signals()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,13 +18,16 @@ from console.router import router as console_router
 from hcp.bootstrap import Container, bootstrap
 
 
-def create_app(container: Container | None = None) -> FastAPI:
-    """Build the app; without a container, the lifespan bootstraps one from settings."""
+def create_app(container: Container | None = None, *, served: bool = False) -> FastAPI:
+    """Build the app; without a container, the lifespan bootstraps one from settings.
+    ``served``: the app is the process's whole life (`hcp serve`): tune its collector."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = container is None
         app.state.container = container or bootstrap()
+        if served:
+            _settle_garbage_collector()
         yield
         if owned:
             app.state.container.close()
@@ -40,6 +44,27 @@ def create_app(container: Container | None = None) -> FastAPI:
     app.add_middleware(RequestGate)
     app.add_middleware(RequestTimer)
     return app
+
+
+# Objects a request allocates and drops (parsed bodies, models, rows) trip generation 0
+# every 700 allocations; each of those collections also ages the survivors towards the
+# full collections that walk every object of the process (modules, the container's
+# pools, compiled SQL): tens of milliseconds that land on some request's p99.
+GC_GEN0_THRESHOLD = 50_000
+
+
+def _settle_garbage_collector() -> None:
+    """Move what startup built out of the collector's sight (``gc.freeze``: it lives as
+    long as the process) and collect the young generation less often."""
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, older, oldest)
+
+
+def create_served_app() -> FastAPI:
+    """The factory each `hcp serve --workers N` process calls."""
+    return create_app(served=True)
 
 
 class RequestTimer:

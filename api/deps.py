@@ -4,6 +4,7 @@ scopes were checked. Routes take what they use by type; nothing here builds a se
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
@@ -70,6 +71,28 @@ async def _metrics(request: Request) -> Metrics:
     return metrics
 
 
+@dataclass(frozen=True)
+class EventWriting:
+    """What POST /v1/events uses, as one dependency: FastAPI's solving of each dependency
+    (and of the container under each) cost a tenth of a single-event POST."""
+
+    appender: Appender
+    settings: Settings
+    metrics: Metrics
+    references: ReferenceCheck
+
+
+async def _event_writing(request: Request) -> EventWriting:
+    state = request.app.state
+    writing: EventWriting | None = getattr(state, "event_writing", None)
+    if writing is None or writing.appender is not state.container.appender:
+        container = state.container
+        writing = state.event_writing = EventWriting(
+            container.appender, container.settings, state.metrics, container.references)
+    return writing
+
+
+EventWritingDep = Annotated[EventWriting, Depends(_event_writing)]
 SettingsDep = Annotated[Settings, _service("settings")]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 StoreDep = Annotated[EventStore, _service("store")]

@@ -31,7 +31,7 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
     workers = workers or settings.api_workers
     host, port = host or settings.api_host, port or settings.api_port
     if workers == 1:
-        uvicorn.run(create_app(container), host=host, port=port, log_level="info",
+        uvicorn.run(create_app(container, served=True), host=host, port=port, log_level="info",
                     access_log=access_log)
         return
     container.close()
@@ -41,7 +41,7 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
     # Each worker process builds its own container (pools, group commit) in the lifespan;
     # they share the port (SO_REUSEPORT-style via uvicorn's supervisor) and the database,
     # whose advisory lock keeps the log's positions gapless across processes.
-    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, workers=workers,
+    uvicorn.run("api.app:create_served_app", factory=True, host=host, port=port, workers=workers,
                 log_level="info", access_log=access_log)
 
 

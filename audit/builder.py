@@ -6,8 +6,8 @@ tree's last leaf), appends the hashes as leaves and commits the new nodes. Idemp
 two builders never both extend the tree (the node store refuses a stale size), and
 proofs cover what the builder has reached, as in every transparency log.
 
-It runs as a thread of ``hcp relay`` (the active relay only), in ``hcp audit tree
---follow``, and on demand before every checkpoint is signed.
+It runs in a child process of ``hcp relay`` (the active relay only; cli/tree_process.py),
+in ``hcp audit tree --follow``, and on demand before every checkpoint is signed.
 """
 
 from __future__ import annotations

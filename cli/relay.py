@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import typer
 
 from audit.builder import TreeBuilder
 from cli.common import stop_on_signals
+from cli.tree_process import TreeBuilderProcess
 from events.checkpoints import Checkpoints
 from events.kafka_io import ensure_topics
 from events.kafka_producers import ClosablePublisher, make_publisher
@@ -16,8 +16,6 @@ from events.relay import OutboxFeed, Progress, RelayLoop
 from events.relay_lock import LockLost, RelayLock
 from events.relay_wake import OutboxWaker
 from hcp.bootstrap import bootstrap
-
-RELAY_SWITCH_INTERVAL_S = 0.0005  # see _publish
 
 
 def relay(
@@ -76,22 +74,15 @@ def _publish(loop: RelayLoop, stop: threading.Event, once: bool, feeds: list[Out
         return
     # The active relay also keeps the Merkle tree at the log's head, so proofs and
     # checkpoints never wait for a catch-up; it stops with the publishing (a relay that
-    # lost its lock stands by, and the new active one builds).
-    publishing = threading.Event()
-    builder = threading.Thread(target=tree.follow, args=(publishing,), name="merkle-tree",
-                               daemon=True)
-    # The builder hashes in Python and holds the GIL; the relay thread gives the GIL up at
-    # every database or Kafka call and, to get it back, waits for the builder's switch
-    # interval (5 ms by default): a convoy that added tens to hundreds of milliseconds to
-    # a relay step during busy ingest. A shorter interval bounds each such wait.
-    sys.setswitchinterval(RELAY_SWITCH_INTERVAL_S)
+    # lost its lock stands by, and the new active one builds). A process of its own: as a
+    # thread its hashing held the GIL the relay needs after every database or Kafka call.
+    builder = TreeBuilderProcess()
     typer.echo(f"relaying {', '.join(f.topic for f in feeds)} from {bootstrap}")
     builder.start()
     try:
         loop.run(stop, on_progress=_echo)
     finally:
-        publishing.set()
-        builder.join(timeout=30)
+        builder.stop()
     typer.echo("stopped: last page acknowledged and checkpointed")
 
 

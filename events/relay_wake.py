@@ -64,13 +64,18 @@ class OutboxWaker:
 
         After a notification it lingers ``linger`` s, so that a trickle of commits makes one
         relay step (and one Kafka request) rather than one each; then every notification
-        queued by then is consumed, since the read that follows covers their commits."""
+        queued by then is consumed, since the read that follows covers their commits.
+        Commits notified while the relay's last step ran have had that step's time to
+        gather already: for them it returns at once (lingering there only added ``linger``
+        to every event's commit -> Kafka latency under steady load)."""
         raw = self._listener() if self.listening else None
         if raw is None:
             stop.wait(timeout)
             return False
         deadline = time.monotonic() + timeout
         try:
+            if _consume_queued(raw):
+                return True
             while not stop.is_set():
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -78,8 +83,7 @@ class OutboxWaker:
                 if any(True for _ in raw.notifies(timeout=min(left, _SLICE_S), stop_after=1)):
                     if linger > 0:
                         stop.wait(linger)
-                    for _ in raw.notifies(timeout=0.0):  # the rest: the next read covers them
-                        pass
+                    _consume_queued(raw)  # the rest: the next read covers them
                     return True
         except Exception as exc:  # a dead socket fails in driver-specific ways; poll meanwhile
             log.warning("the relay's LISTEN connection failed (%s); polling until it is back", exc)
@@ -124,6 +128,17 @@ class StepConnection:
         """Drop the connection (after an error it may be dead); the next ``get`` reconnects."""
         conn, self._conn = self._conn, None
         _discard(conn)
+
+
+def _consume_queued(raw: Any) -> bool:
+    """Consume the notifications already received, without waiting; whether there were any.
+
+    One ``notifies(timeout=0)`` polls the socket once and may yield just one of several
+    queued notifications (psycopg 3.3): poll until a poll finds none."""
+    found = False
+    while any(True for _ in raw.notifies(timeout=0.0)):
+        found = True
+    return found
 
 
 def _discard(conn: Connection | None) -> None:

@@ -103,6 +103,37 @@ def test_only_a_committed_append_notifies(postgres_url: str) -> None:
     engine.dispose()
 
 
+class RecordingStop(threading.Event):
+    """A stop flag that is never set and remembers how long each wait on it was to be."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)
+        return super().wait(timeout)
+
+
+def test_commits_notified_while_a_step_ran_are_read_without_lingering(postgres_url: str) -> None:
+    engine = make_engine(postgres_url)
+    store = SqlEventStore(engine)
+    waker = OutboxWaker(engine)
+    waker.start()
+    append_many(store, streams=1, per_stream=2)  # committed while the relay was busy
+    time.sleep(0.3)  # delivery to a listener is asynchronous: let it arrive
+    busy = RecordingStop()
+    assert waker.wait(busy, 5.0, linger=30.0)
+    assert busy.waits == [], "it lingered although the commits had gathered already"
+
+    idle = RecordingStop()
+    threading.Timer(0.3, append_many, args=(store,), kwargs={"streams": 1, "per_stream": 1}).start()
+    assert waker.wait(idle, 5.0, linger=0.05)  # an idle relay woken by a commit still lingers
+    assert idle.waits == [0.05]
+    waker.close()
+    engine.dispose()
+
+
 def test_lost_notifications_cost_only_the_fallback(postgres_url: str) -> None:
     engine = make_engine(postgres_url)
     store = SqlEventStore(engine)

@@ -47,7 +47,6 @@ from load import (
     free_port,
     load_average,
     make_items,
-    paced,
     post_all,
     process,
     quantile,
@@ -154,7 +153,10 @@ def latencies(args: argparse.Namespace, base: str, key: str, topic: str,
         time.sleep(1.0)  # let the watcher's assignment settle at the end offsets
         load_rate = 0.8 * e2e_rate
         items = make_items(int(load_rate * args.seconds), args.streams, "v")
-        paced(base, key, bodies(items, args.batch), load_rate / args.batch)
+        # From processes of their own too: sent from this process, beside the watcher, the
+        # batches fell behind their schedule and arrived in bursts.
+        load = paced_processes(base, key, bodies(items, args.batch), load_rate / args.batch,
+                               args.load_procs)
         wait_until(lambda: len(watcher.delays) >= len(items), 60, "the watcher to see every event",
                    poll=0.05)
     finally:
@@ -164,7 +166,8 @@ def latencies(args: argparse.Namespace, base: str, key: str, topic: str,
           f"{single_summary(single)}\n            commit->Kafka at {load_rate:,.0f} events/s: "
           f"p50 {statistics.median(appended) * 1e3:.0f} ms p99 {quantile(appended, 0.99) * 1e3:.0f} ms "
           f"(seen by the watcher: p50 {statistics.median(seen) * 1e3:.0f} ms "
-          f"p99 {quantile(seen, 0.99) * 1e3:.0f} ms)", flush=True)
+          f"p99 {quantile(seen, 0.99) * 1e3:.0f} ms; batches sent with generator lag p99 "
+          f"{quantile(load.lag, 0.99) * 1e3:.1f} ms)", flush=True)
     return {"post_p99_ms": quantile(single.actual, 0.99) * 1e3,
             "post_sched_p99_ms": quantile(single.scheduled, 0.99) * 1e3,
             "post_lag_p99_ms": quantile(single.lag, 0.99) * 1e3,

@@ -107,43 +107,6 @@ def post_all(base: str, key: str, payloads: list[bytes], clients: int) -> float:
     return time.perf_counter() - started
 
 
-def paced(base: str, key: str, payloads: list[bytes], per_second: float,
-          workers: int = 16) -> list[float]:
-    """Open loop: body i is due at start + i / per_second, whoever is free sends it.
-
-    Returns each request's latency from its send to its answer, and counts how late sends
-    were against the schedule (a client that cannot keep up shows there, not as latency).
-    """
-    due: queue.SimpleQueue[tuple[float, bytes] | None] = queue.SimpleQueue()
-    samples: list[float] = []
-    late: list[float] = []
-    errors: list[str] = []
-
-    def worker() -> None:
-        with httpx.Client(base_url=base, headers=_headers(key), timeout=30) as http:
-            while (job := due.get()) is not None:
-                at, body = job
-                time.sleep(max(0.0, at - time.perf_counter()))
-                sent = time.perf_counter()
-                late.append(sent - at)
-                response = http.post("/v1/events", content=body)
-                samples.append(time.perf_counter() - sent)
-                if response.status_code != 201:
-                    errors.append(response.text)
-
-    start = time.perf_counter() + 0.2
-    for i, body in enumerate(payloads):
-        due.put((start + i / per_second, body))
-    for _ in range(workers):
-        due.put(None)
-    _run_threads(worker, workers)
-    if errors:
-        raise SystemExit(f"{len(errors)} requests failed, first: {errors[0][:300]}")
-    if late and quantile(late, 0.99) > 0.005:
-        print(f"            (client behind schedule: p99 send delay {quantile(late, 0.99) * 1e3:.1f} ms)")
-    return samples
-
-
 def create_timed_topic(bootstrap: str, topic: str, partitions: int = 3) -> None:
     """``topic`` with the broker's append time as each message's timestamp (LogAppendTime;
     the relay creates topics with the default CreateTime): the moment a message became

@@ -101,7 +101,7 @@ class Binding:
         values, bound_shapes = self._values, self._shapes
         for name in expression.variables:  # always checked: what this expression reads is current
             value, shape = variables.get(name), shapes.get(name)
-            if values.get(name, _UNBOUND) is not value or not _same(bound_shapes.get(name), shape):
+            if values.get(name, _UNBOUND) is not value or not same_fields(bound_shapes.get(name), shape):
                 self._bind(name, value, shape)
         if expression.functions:
             for name in expression.functions - self._functions:
@@ -116,13 +116,13 @@ class Binding:
         return self._context
 
     def _bind(self, name: str, value: Any, shape: frozenset[str] | None = None) -> None:
-        if self._values.get(name, _UNBOUND) is value and _same(self._shapes.get(name), shape):
+        if self._values.get(name, _UNBOUND) is value and same_fields(self._shapes.get(name), shape):
             return
         self._units.pop(name, None)
         try:
             # Converted here, once per value object; of a map read only by field, only
             # those fields (converting costs per entry; the reads see the same values).
-            self._context.add_variable(name, _project(value, shape))
+            self._context.add_variable(name, project(value, shape))
         except Exception:
             # Not convertible: the evaluation fails; the stale value must not stay readable.
             self._context.add_variable(name, None)
@@ -160,12 +160,12 @@ class Binding:
         return self.budget.tick(site)
 
 
-def _same(bound: frozenset[str] | None, wanted: frozenset[str] | None) -> bool:
+def same_fields(bound: frozenset[str] | None, wanted: frozenset[str] | None) -> bool:
     # Mostly the very object the contract holds; comparing sets walks them.
     return bound is wanted or bound == wanted
 
 
-def _project(value: Any, fields: frozenset[str] | None) -> Any:
+def project(value: Any, fields: frozenset[str] | None) -> Any:
     if fields is None or type(value) is not dict:
         return value
     return {key: value[key] for key in fields if key in value}

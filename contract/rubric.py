@@ -19,6 +19,7 @@ Errors are values: `evaluate` returns an `EvaluationError` instead of raising.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -29,7 +30,7 @@ from typing import Any
 
 import cel
 
-from contract import cel_binding, cel_functions, cel_scan
+from contract import cel_binding, cel_functions, cel_scan, cel_unmetered
 from contract.cel_binding import MeterStop, value_units
 
 
@@ -79,6 +80,9 @@ class CompiledExpression:
     # fields the context may bind of each map variable instead of the whole (cel_binding).
     field_reads: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
     projections: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Per free variable, how many places read it; None when the expression has loops or
+    # extension functions, whose cost its reads do not bound (contract/cel_unmetered.py).
+    read_sites: Mapping[str, int] | None = None
 
 
 _CEL_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*([^\n]*)")
@@ -104,9 +108,11 @@ def compile_expression(
     _compile_cel(source)  # syntax errors, positioned in the author's text
     variables = _check_names(source, scanned, frozenset(known_variables))
     functions = frozenset(c.name for c in scanned.calls) & cel_functions.EXTENSION_FUNCTIONS.keys()
+    bounded = not functions and scanned.loops == 0
     return CompiledExpression(source, _compile_cel(scanned.rewritten), variables,
                               frozenset(functions), scanned.loops > 0, scanned.rewritten,
-                              cel_scan.field_reads(scanned, variables))
+                              cel_scan.field_reads(scanned, variables),
+                              read_sites=cel_scan.read_sites(scanned, variables) if bounded else None)
 
 
 def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpression:
@@ -121,7 +127,18 @@ def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpressi
         f"[{', '.join(e.source for e in expressions)}]", _compile_cel(f"[{body}]"),
         frozenset().union(*(e.variables for e in expressions)),
         frozenset().union(*(e.functions for e in expressions)),
-        any(e.metered_loops for e in expressions), f"[{body}]", merged_field_reads(expressions))
+        any(e.metered_loops for e in expressions), f"[{body}]", merged_field_reads(expressions),
+        read_sites=_summed_sites(expressions))
+
+
+def _summed_sites(expressions: Sequence[CompiledExpression]) -> dict[str, int] | None:
+    summed: dict[str, int] = {}
+    for expression in expressions:
+        if expression.read_sites is None:
+            return None
+        for name, count in expression.read_sites.items():
+            summed[name] = summed.get(name, 0) + count
+    return summed
 
 
 def merged_field_reads(expressions: Iterable[CompiledExpression]) -> dict[str, frozenset[str] | None]:
@@ -230,6 +247,11 @@ def evaluate(
     evaluating every expression of a contract against one subject's input converts each
     variable once; treat the mapping's values as immutable meanwhile.
     """
+    if compiled.read_sites is not None:  # maybe bounded: see contract/cel_unmetered.py
+        with contextlib.suppress(Exception):  # errors: the metered way reports them
+            unmetered = cel_unmetered.variables_for(compiled, variables, limits.fuel)
+            if unmetered is not None:
+                return compiled.program.execute(unmetered)
     budget = _Budget(limits)
     binding = cel_binding.binding()
     try:

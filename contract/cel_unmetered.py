@@ -1,0 +1,56 @@
+"""Expressions that cannot run out of fuel, evaluated without the meter.
+
+Without comprehensions and extension functions, the only fuel an expression burns is what
+reading its free variables charges (`cel_binding`: the value's size on every read), and
+each place that reads a variable is evaluated at most once. So the fuel of one evaluation
+is at most the sum, over the places that read a variable, of that variable's size: the
+bound is known before running. When twice that bound fits in the budget (a margin against
+a read the count could miss), no read can stop the evaluation, and the meter would only
+have counted; the result is the same without it. Then the expression runs on a plain
+mapping of the variables it reads: no resolver (a Python call per read), no functions, and
+nothing else to convert. (The binding converts every variable of a context again whenever
+one of them changed, so a context shared by expressions converts what none of them reads.)
+Any other expression, or the same one on a subject whose values are too big for the bound
+to fit, takes the metered way and stops with the same error as ever; so does any error
+here, so that every error is reported as the metered way reports it.
+
+The deadline is only checked when the meter runs, so these evaluations do not check it: a
+loop-free expression over values whose sizes fit the budget finishes in well under the
+deadline (converting them is the longest part: microseconds per node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from contract.cel_binding import project, value_units
+
+
+class Bounded(Protocol):
+    @property
+    def variables(self) -> frozenset[str]: ...
+
+    @property
+    def projections(self) -> Mapping[str, frozenset[str]]: ...
+
+    @property
+    def read_sites(self) -> Mapping[str, int] | None: ...  # places reading each variable
+
+
+def variables_for(expression: Bounded, variables: Mapping[str, Any], fuel: int) -> dict[str, Any] | None:
+    """What to run ``expression`` on without the meter: the variables it reads (a map read
+    only by field, with those fields); None when its reads of these values could cost more
+    than half of ``fuel`` (then it must be metered)."""
+    sites = expression.read_sites
+    if sites is None:
+        return None
+    total = 0
+    for name, count in sites.items():
+        value = variables.get(name)
+        if value is not None:  # a null read is not charged
+            total += count * value_units(value, cap=fuel)
+    if 2 * total > fuel:
+        return None
+    shapes = expression.projections
+    return {name: project(variables.get(name), shapes.get(name)) for name in expression.variables}

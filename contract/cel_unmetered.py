@@ -48,7 +48,12 @@ def variables_for(expression: Bounded, variables: Mapping[str, Any], fuel: int) 
     total = 0
     for name, count in sites.items():
         value = variables.get(name)
-        if value is not None:  # a null read is not charged
+        kind = type(value)
+        if kind is str:  # what value_units gives, without the call
+            total += count * (1 + len(value) // 64)
+        elif kind is int or kind is float or kind is bool:
+            total += count
+        elif value is not None:  # a null read is not charged
             total += count * value_units(value, cap=fuel)
     if 2 * total > fuel:
         return None

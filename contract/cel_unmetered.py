@@ -24,10 +24,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+import cel
+
 from contract.cel_binding import project, value_units
+from contract.cel_flat import Flat
+
+_NUMBERS = frozenset({int, float, bool})
 
 
 class Bounded(Protocol):
+    @property
+    def program(self) -> cel.Program: ...
+
+    @property
+    def flat(self) -> Flat | None: ...  # the program with field reads as variables (cel_flat)
+
     @property
     def variables(self) -> frozenset[str]: ...
 
@@ -38,24 +49,32 @@ class Bounded(Protocol):
     def read_sites(self) -> Mapping[str, int] | None: ...  # places reading each variable
 
 
-def variables_for(expression: Bounded, variables: Mapping[str, Any], fuel: int) -> dict[str, Any] | None:
-    """What to run ``expression`` on without the meter: the variables it reads (a map read
-    only by field, with those fields); None when its reads of these values could cost more
-    than half of ``fuel`` (then it must be metered)."""
+def unmetered_run(expression: Bounded, variables: Mapping[str, Any],
+                  fuel: int) -> tuple[cel.Program, dict[str, Any]] | None:
+    """The program to run ``expression`` as without the meter, and what to run it on: the
+    variables it reads (a map read only by field, with those fields, or those fields as
+    variables of their own); None when its reads of these values could cost more than half
+    of ``fuel`` (then it must be metered)."""
     sites = expression.read_sites
     if sites is None:
         return None
     total = 0
     for name, count in sites.items():
         value = variables.get(name)
-        kind = type(value)
-        if kind is str:  # what value_units gives, without the call
+        if type(value) is str:  # what value_units gives, without the call
             total += count * (1 + len(value) // 64)
-        elif kind is int or kind is float or kind is bool:
+        elif type(value) in _NUMBERS:
             total += count
         elif value is not None:  # a null read is not charged
             total += count * value_units(value, cap=fuel)
     if 2 * total > fuel:
         return None
-    shapes = expression.projections
-    return {name: project(variables.get(name), shapes.get(name)) for name in expression.variables}
+    shapes, flat = expression.projections, expression.flat
+    if flat is not None:
+        values = flat.values(variables)
+        if values is not None:
+            for name in flat.whole:
+                values[name] = project(variables.get(name), shapes.get(name))
+            return flat.program, values
+    return expression.program, {name: project(variables.get(name), shapes.get(name))
+                                for name in expression.variables}

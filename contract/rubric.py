@@ -30,7 +30,7 @@ from typing import Any
 
 import cel
 
-from contract import cel_binding, cel_functions, cel_scan, cel_unmetered
+from contract import cel_binding, cel_flat, cel_functions, cel_scan, cel_unmetered
 from contract.cel_binding import MeterStop, value_units
 
 
@@ -83,6 +83,7 @@ class CompiledExpression:
     # Per free variable, how many places read it; None when the expression has loops or
     # extension functions, whose cost its reads do not bound (contract/cel_unmetered.py).
     read_sites: Mapping[str, int] | None = None
+    flat: cel_flat.Flat | None = None  # for unmetered runs: field reads as variables
 
 
 _CEL_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*([^\n]*)")
@@ -112,7 +113,8 @@ def compile_expression(
     return CompiledExpression(source, _compile_cel(scanned.rewritten), variables,
                               frozenset(functions), scanned.loops > 0, scanned.rewritten,
                               cel_scan.field_reads(scanned, variables),
-                              read_sites=cel_scan.read_sites(scanned, variables) if bounded else None)
+                              read_sites=cel_scan.read_sites(scanned, variables) if bounded else None,
+                              flat=cel_flat.flatten(scanned.rewritten, variables) if bounded else None)
 
 
 def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpression:
@@ -123,12 +125,13 @@ def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpressi
     (a trailing comment in one must not swallow the bracket that closes it).
     """
     body = ",".join(f"(\n{e.rewritten}\n)" for e in expressions)
+    variables = frozenset().union(*(e.variables for e in expressions))
+    sites = _summed_sites(expressions)
     return CompiledExpression(
-        f"[{', '.join(e.source for e in expressions)}]", _compile_cel(f"[{body}]"),
-        frozenset().union(*(e.variables for e in expressions)),
+        f"[{', '.join(e.source for e in expressions)}]", _compile_cel(f"[{body}]"), variables,
         frozenset().union(*(e.functions for e in expressions)),
         any(e.metered_loops for e in expressions), f"[{body}]", merged_field_reads(expressions),
-        read_sites=_summed_sites(expressions))
+        read_sites=sites, flat=cel_flat.flatten(f"[{body}]", variables) if sites is not None else None)
 
 
 def _summed_sites(expressions: Sequence[CompiledExpression]) -> dict[str, int] | None:
@@ -249,9 +252,9 @@ def evaluate(
     """
     if compiled.read_sites is not None:  # maybe bounded: see contract/cel_unmetered.py
         with contextlib.suppress(Exception):  # errors: the metered way reports them
-            unmetered = cel_unmetered.variables_for(compiled, variables, limits.fuel)
-            if unmetered is not None:
-                return compiled.program.execute(unmetered)
+            run = cel_unmetered.unmetered_run(compiled, variables, limits.fuel)
+            if run is not None:
+                return run[0].execute(run[1])
     budget = _Budget(limits)
     binding = cel_binding.binding()
     try:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from contract.cel_binding import Binding, value_units
+from contract.cel_unmetered import unmetered_run
 from contract.rubric import CompiledExpression, EvaluationError, Limits, compile_expression, evaluate
 
 NAMES = ("items", "text", "feedback", "outcome", "counts")
@@ -27,6 +28,10 @@ LOOP_FREE = [
     "{'a': counts.turns, 'b': feedback}.a",
     "outcome == null ? double(counts.turns) : 0.0",
     "counts.nope > 0",
+    "counts.by_type.a + counts.turns // a comment\n + counts . turns",
+    "feedback.ratings[0] + feedback.rating > 1.0 ? text : 'no'",
+    "has(feedback.rating) && counts.turns > 1",
+    "outcome.x == 1",
 ]
 
 VALUES: dict[str, Any] = {
@@ -114,3 +119,26 @@ def test_values_too_big_for_the_bound_are_metered_and_stop_with_the_budget_error
     assert evaluate(compiled, {"text": text}, Limits(fuel=22)) == 1280  # metered, just fits
     assert evaluate(compiled, {"text": text}, Limits(fuel=21)) == EvaluationError(
         "", "evaluation budget of 21 units exceeded", "budget")
+
+
+def test_field_reads_of_maps_read_only_by_field_become_variables_of_their_own() -> None:
+    compiled = compile_expression("counts.turns + counts.turns + counts.other > size(text) "
+                                  "&& has(feedback.rating) && feedback.rating > 0.0", NAMES)
+    assert compiled.flat is not None
+    assert dict(compiled.flat.fields) == {"__f0": ("counts", "turns"), "__f1": ("counts", "other")}
+    assert compiled.flat.whole == {"text", "feedback"}  # has() needs the selection itself
+    run = unmetered_run(compiled, {"counts": {"turns": 1, "other": 2}, "text": "", "feedback": {}}, 1000)
+    assert run is not None and run[0] is compiled.flat.program
+    assert run[1] == {"__f0": 1, "__f1": 2, "text": "", "feedback": {}}
+    assert compile_expression("size(counts) + counts.turns", NAMES).flat is None
+    assert compile_expression("items.all(x, counts.turns > x)", NAMES).flat is None  # metered
+
+
+@pytest.mark.parametrize("counts", [{"turns": 2, "other": 3}, {"turns": 2}, None, [1],
+                                    {"turns": "x", "other": 1}])
+def test_flattened_or_not_the_value_and_the_error_are_the_same(counts: object) -> None:
+    compiled = compile_expression("counts.turns + counts.other", NAMES)
+    assert compiled.flat is not None
+    variables = {"counts": counts}
+    assert evaluate(compiled, variables) == evaluate(metered(compiled), variables)
+    assert evaluate(compiled, variables) == evaluate(replace(compiled, flat=None), variables)

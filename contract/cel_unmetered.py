@@ -21,7 +21,8 @@ deadline (converting them is the longest part: microseconds per node).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import cel
@@ -47,6 +48,30 @@ class Bounded(Protocol):
 
     @property
     def read_sites(self) -> Mapping[str, int] | None: ...  # places reading each variable
+
+
+NOT_RUN = object()  # what `run` gives when the expression must be metered
+
+
+def run(expression: Bounded, variables: Mapping[str, Any], fuel: int) -> Any:
+    """The value of ``expression`` run without the meter, or NOT_RUN when it must be
+    metered: its reads could cost too much, or it failed (the metered way reports it)."""
+    with contextlib.suppress(Exception):
+        found = unmetered_run(expression, variables, fuel)
+        if found is not None:
+            return found[0].execute(found[1])
+    return NOT_RUN
+
+
+def summed_sites(sites: Iterable[Mapping[str, int] | None]) -> dict[str, int] | None:
+    """The read sites of expressions run as one program; None if one has no bound."""
+    summed: dict[str, int] = {}
+    for one in sites:
+        if one is None:
+            return None
+        for name, count in one.items():
+            summed[name] = summed.get(name, 0) + count
+    return summed
 
 
 def unmetered_run(expression: Bounded, variables: Mapping[str, Any],

@@ -13,13 +13,14 @@ Why these bounds, in this order:
 - The same callbacks check a wall-clock deadline. It is only a backstop: the Rust evaluator
   holds the GIL, so no thread or signal can stop it from outside; the callbacks are the only
   points where Python regains control.
+- An evaluation whose fuel is bounded before it runs, with room to spare, cannot be
+  stopped, so it runs without the callbacks (`cel_unmetered`).
 
 Errors are values: `evaluate` returns an `EvaluationError` instead of raising.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import re
@@ -80,9 +81,7 @@ class CompiledExpression:
     # fields the context may bind of each map variable instead of the whole (cel_binding).
     field_reads: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
     projections: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    # Per free variable, how many places read it; None when the expression has loops or
-    # extension functions, whose cost its reads do not bound (contract/cel_unmetered.py).
-    read_sites: Mapping[str, int] | None = None
+    read_sites: Mapping[str, int] | None = None  # places reading each; None: loops, functions
     flat: cel_flat.Flat | None = None  # for unmetered runs: field reads as variables
 
 
@@ -126,22 +125,12 @@ def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpressi
     """
     body = ",".join(f"(\n{e.rewritten}\n)" for e in expressions)
     variables = frozenset().union(*(e.variables for e in expressions))
-    sites = _summed_sites(expressions)
+    sites = cel_unmetered.summed_sites([e.read_sites for e in expressions])
     return CompiledExpression(
         f"[{', '.join(e.source for e in expressions)}]", _compile_cel(f"[{body}]"), variables,
         frozenset().union(*(e.functions for e in expressions)),
         any(e.metered_loops for e in expressions), f"[{body}]", merged_field_reads(expressions),
         read_sites=sites, flat=cel_flat.flatten(f"[{body}]", variables) if sites is not None else None)
-
-
-def _summed_sites(expressions: Sequence[CompiledExpression]) -> dict[str, int] | None:
-    summed: dict[str, int] = {}
-    for expression in expressions:
-        if expression.read_sites is None:
-            return None
-        for name, count in expression.read_sites.items():
-            summed[name] = summed.get(name, 0) + count
-    return summed
 
 
 def merged_field_reads(expressions: Iterable[CompiledExpression]) -> dict[str, frozenset[str] | None]:
@@ -246,15 +235,12 @@ def evaluate(
 ) -> Any | EvaluationError:
     """Run one expression against the input variables; errors come back as values.
 
-    Variables are converted into CEL once per mapping and thread (see `cel_binding`), so
-    evaluating every expression of a contract against one subject's input converts each
-    variable once; treat the mapping's values as immutable meanwhile.
+    Without the meter where that cannot change the outcome (`cel_unmetered`), else in this
+    thread's metered context (`cel_binding`); treat the mapping's values as immutable.
     """
-    if compiled.read_sites is not None:  # maybe bounded: see contract/cel_unmetered.py
-        with contextlib.suppress(Exception):  # errors: the metered way reports them
-            run = cel_unmetered.unmetered_run(compiled, variables, limits.fuel)
-            if run is not None:
-                return run[0].execute(run[1])
+    value = cel_unmetered.run(compiled, variables, limits.fuel)
+    if value is not cel_unmetered.NOT_RUN:
+        return value
     budget = _Budget(limits)
     binding = cel_binding.binding()
     try:

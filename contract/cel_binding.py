@@ -209,10 +209,9 @@ def value_units(value: Any, cap: int = 1 << 62) -> int:
         if kind is str or kind is bytes:
             total += len(item) // 64
         elif kind is dict:
-            stack.extend(item.values())
-            total += len(item)
+            total += len(item) + _push_nodes(item.values(), len(item), stack)
         elif kind is list or kind is tuple:
-            stack.extend(item)
+            total += _push_nodes(item, len(item), stack)
         elif kind in _SCALARS:
             continue
         elif isinstance(item, str | bytes):
@@ -223,3 +222,21 @@ def value_units(value: Any, cap: int = 1 << 62) -> int:
         elif isinstance(item, list | tuple):
             stack.extend(item)
     return total
+
+
+def _push_nodes(children: Any, count: int, stack: list[Any]) -> int:
+    """The units of the scalar children of a small container, counted here; the others
+    pushed to be walked (all of a big one: the walk's cap check stays close)."""
+    if count > 64:
+        stack.extend(children)
+        return 0
+    units = 0
+    for child in children:
+        kind = type(child)
+        if kind in _SCALARS:
+            units += 1
+        elif kind is str:
+            units += 1 + len(child) // 64
+        else:
+            stack.append(child)
+    return units

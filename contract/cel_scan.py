@@ -232,6 +232,21 @@ def field_reads(scanned: Scan, names: Iterable[str]) -> dict[str, frozenset[str]
     return {name: None if fields is None else frozenset(fields) for name, fields in found.items()}
 
 
+def read_sites(scanned: Scan, names: Iterable[str]) -> dict[str, int]:
+    """For each of ``names`` the expression reads: how many places read it (a name not
+    after a dot and not called), each evaluated at most once when there are no loops."""
+    wanted = frozenset(names)
+    counts: dict[str, int] = {}
+    toks = scanned.tokens
+    for i, tok in enumerate(toks):
+        if tok.kind != "ident" or tok.text not in wanted or (i > 0 and toks[i - 1].text == "."):
+            continue
+        if i + 1 < len(toks) and toks[i + 1].text == "(":
+            continue  # a function of that name, not the variable
+        counts[tok.text] = counts.get(tok.text, 0) + 1
+    return counts
+
+
 def line_column(source: str, offset: int) -> tuple[int, int]:
     """1-based line and column of a character offset."""
     line = source.count("\n", 0, offset) + 1

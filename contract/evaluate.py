@@ -153,9 +153,12 @@ def evaluate_subject(
                           split, False, errors)
     gated = not all(gates.values())
     score = 0.0 if gated else aggregate(doc, components)
-    result = Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
-                        split, False)
-    return _with_eligibility(compiled, subject_input, result)
+    eligible = _eligibility(compiled, subject_input, score, components, gates, split)
+    if isinstance(eligible, EvaluationError):
+        return Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
+                          split, False, (eligible,))
+    return Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
+                      split, eligible)
 
 
 def _cached(doc: ContractDocument) -> CompiledContract:
@@ -238,20 +241,10 @@ def aggregate(doc: ContractDocument, components: Mapping[str, float]) -> float:
     return min(1.0, max(0.0, value))  # float rounding only; inputs are already in [0, 1]
 
 
-def _with_eligibility(
-    compiled: CompiledContract, subject_input: Mapping[str, Any], result: Evaluation
-) -> Evaluation:
-    variables = {
-        **subject_input,
-        "score": result.score,
-        "components": result.components,
-        "gates": result.gates,
-        "split": result.split,
-    }
-    value = rubric.as_bool(rubric.evaluate(compiled.eligible, variables, compiled.limits), "eligibility")
-    if isinstance(value, EvaluationError):
-        return _replace(result, errors=(*result.errors, value))
-    return _replace(result, eligible=value)
+def _eligibility(compiled: CompiledContract, subject_input: Mapping[str, Any], score: float,
+                 components: dict[str, float], gates: dict[str, bool], split: str) -> bool | EvaluationError:
+    variables = {**subject_input, "score": score, "components": components, "gates": gates, "split": split}
+    return rubric.as_bool(rubric.evaluate(compiled.eligible, variables, compiled.limits), "eligibility")
 
 
 def split_for(subject_id: str, fraction: float, seed: int) -> str:
@@ -264,7 +257,3 @@ def split_for(subject_id: str, fraction: float, seed: int) -> str:
     digest = hashlib.sha256(f"{seed}:{subject_id}".encode()).digest()
     position = int.from_bytes(digest[:8], "big") / 2**64
     return "held_out" if position < fraction else "train"
-
-
-def _replace(evaluation: Evaluation, **changes: Any) -> Evaluation:
-    return replace(evaluation, **changes)

@@ -13,6 +13,8 @@ Why these bounds, in this order:
 - The same callbacks check a wall-clock deadline. It is only a backstop: the Rust evaluator
   holds the GIL, so no thread or signal can stop it from outside; the callbacks are the only
   points where Python regains control.
+- An evaluation whose fuel is bounded before it runs, with room to spare, cannot be
+  stopped, so it runs without the callbacks (`cel_unmetered`).
 
 Errors are values: `evaluate` returns an `EvaluationError` instead of raising.
 """
@@ -29,7 +31,7 @@ from typing import Any
 
 import cel
 
-from contract import cel_binding, cel_functions, cel_scan
+from contract import cel_binding, cel_flat, cel_functions, cel_scan, cel_unmetered
 from contract.cel_binding import MeterStop, value_units
 
 
@@ -79,6 +81,8 @@ class CompiledExpression:
     # fields the context may bind of each map variable instead of the whole (cel_binding).
     field_reads: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
     projections: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    read_sites: Mapping[str, int] | None = None  # places reading each; None: loops, functions
+    flat: cel_flat.Flat | None = None  # for unmetered runs: field reads as variables
 
 
 _CEL_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*([^\n]*)")
@@ -104,9 +108,12 @@ def compile_expression(
     _compile_cel(source)  # syntax errors, positioned in the author's text
     variables = _check_names(source, scanned, frozenset(known_variables))
     functions = frozenset(c.name for c in scanned.calls) & cel_functions.EXTENSION_FUNCTIONS.keys()
+    bounded = not functions and scanned.loops == 0
     return CompiledExpression(source, _compile_cel(scanned.rewritten), variables,
                               frozenset(functions), scanned.loops > 0, scanned.rewritten,
-                              cel_scan.field_reads(scanned, variables))
+                              cel_scan.field_reads(scanned, variables),
+                              read_sites=cel_scan.read_sites(scanned, variables) if bounded else None,
+                              flat=cel_flat.flatten(scanned.rewritten, variables) if bounded else None)
 
 
 def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpression:
@@ -117,11 +124,13 @@ def compile_group(expressions: Sequence[CompiledExpression]) -> CompiledExpressi
     (a trailing comment in one must not swallow the bracket that closes it).
     """
     body = ",".join(f"(\n{e.rewritten}\n)" for e in expressions)
+    variables = frozenset().union(*(e.variables for e in expressions))
+    sites = cel_unmetered.summed_sites([e.read_sites for e in expressions])
     return CompiledExpression(
-        f"[{', '.join(e.source for e in expressions)}]", _compile_cel(f"[{body}]"),
-        frozenset().union(*(e.variables for e in expressions)),
+        f"[{', '.join(e.source for e in expressions)}]", _compile_cel(f"[{body}]"), variables,
         frozenset().union(*(e.functions for e in expressions)),
-        any(e.metered_loops for e in expressions), f"[{body}]", merged_field_reads(expressions))
+        any(e.metered_loops for e in expressions), f"[{body}]", merged_field_reads(expressions),
+        read_sites=sites, flat=cel_flat.flatten(f"[{body}]", variables) if sites is not None else None)
 
 
 def merged_field_reads(expressions: Iterable[CompiledExpression]) -> dict[str, frozenset[str] | None]:
@@ -226,10 +235,12 @@ def evaluate(
 ) -> Any | EvaluationError:
     """Run one expression against the input variables; errors come back as values.
 
-    Variables are converted into CEL once per mapping and thread (see `cel_binding`), so
-    evaluating every expression of a contract against one subject's input converts each
-    variable once; treat the mapping's values as immutable meanwhile.
+    Without the meter where that cannot change the outcome (`cel_unmetered`), else in this
+    thread's metered context (`cel_binding`); treat the mapping's values as immutable.
     """
+    value = cel_unmetered.run(compiled, variables, limits.fuel)
+    if value is not cel_unmetered.NOT_RUN:
+        return value
     budget = _Budget(limits)
     binding = cel_binding.binding()
     try:

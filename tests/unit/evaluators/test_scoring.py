@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import pickle
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -10,8 +13,10 @@ from contract.document import parse_contract
 from contract.evaluate import compile_contract
 from contract.subject import finished_subjects
 from evaluators import scoring
+from evaluators.chain import chained_content, reward_hash
 from evaluators.model import EVALUATOR_VERSION, VersionRef, reward_id_for
 from evaluators.scoring import ScoringVersion, score_subject
+from kernel.canonical import canonical_json
 from tests.unit.evaluators.factories import MISSING_FIELD, Stream, contract_text
 
 
@@ -114,3 +119,23 @@ def test_a_placed_reward_is_the_record_with_its_position_and_hashes() -> None:
     placed = reward.placed(7, "a" * 64, "b" * 64)
     assert placed == replace(reward, position=7, prev_hash="a" * 64, hash="b" * 64)
     assert reward.position is None and reward.hash is None  # the original is untouched
+
+
+@pytest.mark.parametrize("subject_id", ["turn:s-1:3", "", "épisode:ü-漢:1", "a\x00b", "x" * 300])
+def test_reward_ids_are_the_uuid5_of_subject_contract_and_version(subject_id: str) -> None:
+    namespace = uuid.UUID("6d1c7f0e-2b55-4d8e-9a41-3f5b8e0c9a17")
+    for name, version in (("default", 1), ("bench", 12345), ("ü", 0)):
+        made = reward_id_for(subject_id, name, version)
+        expected = uuid.uuid5(namespace, f"{subject_id}\x00{name}\x00{version}")
+        assert (made, str(made), hash(made), made.version) == (expected, str(expected), hash(expected), 5)
+        assert pickle.loads(pickle.dumps(made)) == expected
+
+
+def test_a_rewards_hash_is_sha256_of_the_previous_hash_and_its_canonical_json() -> None:
+    _, [subject] = first_turn()
+    [reward] = score_subject(subject, [version(contract_text())])
+    odd = replace(reward, specialist="spé\"cial\n漢", errors=({"item": "g", "message": "ü", "kind": "type"},),
+                  score=None, components={"b": 0.1 + 0.2, "a": 1.0})
+    for record in (reward, odd):
+        expected = hashlib.sha256(("p" * 64 + canonical_json(chained_content(record, 9))).encode())
+        assert reward_hash("p" * 64, record, 9) == expected.hexdigest()

@@ -18,7 +18,7 @@ It is a tokenizer with bracket matching, not a parser: the real grammar check st
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -217,11 +217,8 @@ def field_reads(scanned: Scan, names: Iterable[str]) -> dict[str, frozenset[str]
     `counts.?x`) or the name is also a comprehension variable."""
     found: dict[str, set[str] | None] = {}
     toks = scanned.tokens
-    for i, tok in enumerate(toks):
-        if tok.kind != "ident" or tok.text not in names or (i > 0 and toks[i - 1].text == "."):
-            continue
-        if i + 1 < len(toks) and toks[i + 1].text == "(":
-            continue  # a function of that name, not the variable
+    for i in _variable_reads(scanned, frozenset(names)):
+        tok = toks[i]
         selected = (i + 2 < len(toks) and toks[i + 1].text == "." and toks[i + 2].kind == "ident"
                     and not (i + 3 < len(toks) and toks[i + 3].text == "("))
         fields = found.setdefault(tok.text, set())
@@ -235,16 +232,23 @@ def field_reads(scanned: Scan, names: Iterable[str]) -> dict[str, frozenset[str]
 def read_sites(scanned: Scan, names: Iterable[str]) -> dict[str, int]:
     """For each of ``names`` the expression reads: how many places read it (a name not
     after a dot and not called), each evaluated at most once when there are no loops."""
-    wanted = frozenset(names)
     counts: dict[str, int] = {}
+    for i in _variable_reads(scanned, frozenset(names)):
+        name = scanned.tokens[i].text
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _variable_reads(scanned: Scan, names: frozenset[str]) -> Iterator[int]:
+    """The token indexes where one of ``names`` is read as a variable: not after a dot
+    (a field of that name) and not called (a function of that name)."""
     toks = scanned.tokens
     for i, tok in enumerate(toks):
-        if tok.kind != "ident" or tok.text not in wanted or (i > 0 and toks[i - 1].text == "."):
+        if tok.kind != "ident" or tok.text not in names or (i > 0 and toks[i - 1].text == "."):
             continue
         if i + 1 < len(toks) and toks[i + 1].text == "(":
-            continue  # a function of that name, not the variable
-        counts[tok.text] = counts.get(tok.text, 0) + 1
-    return counts
+            continue
+        yield i
 
 
 def line_column(source: str, offset: int) -> tuple[int, int]:

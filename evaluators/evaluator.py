@@ -51,6 +51,11 @@ CONTRACT_PUBLISHED = "contract.published"
 CONTRACT_STREAM = contract_stream("")  # the prefix of every contract's stream
 JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
 REFRESH_S = 10.0  # the longest the database reader goes without re-reading active versions
+# The most events one poll hands to a step. A poll returns what is there (it waits only
+# when there is nothing), so this bounds a step only while catching up, where each step
+# pays fixed costs (the read, the reward writers' lock and its reads, the checkpoint and
+# a commit): larger steps pay them less often. Memory stays small (a few MB of events).
+DEFAULT_BATCH = 2000
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,7 @@ class Totals:
 class Evaluator:
     def __init__(self, store: EventStore, contracts: ContractVersions, rewards: RewardStore,
                  reevaluations: Reevaluations, reader: LogReader[RecordedEvent],
-                 batch_size: int = 500, subject_budget_s: float | None = None) -> None:
+                 batch_size: int = DEFAULT_BATCH, subject_budget_s: float | None = None) -> None:
         self.store, self.rewards, self.reevaluations = store, rewards, reevaluations
         self.reader, self.batch_size = reader, batch_size
         self.active = ActiveContracts(contracts, subject_budget_s)

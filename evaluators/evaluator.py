@@ -52,10 +52,12 @@ CONTRACT_STREAM = contract_stream("")  # the prefix of every contract's stream
 JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
 REFRESH_S = 10.0  # the longest the database reader goes without re-reading active versions
 # The most events one poll hands to a step. A poll returns what is there (it waits only
-# when there is nothing), so this bounds a step only while catching up, where each step
-# pays fixed costs (the read, the reward writers' lock and its reads, the checkpoint and
-# a commit): larger steps pay them less often. Memory stays small (a few MB of events).
-DEFAULT_BATCH = 2000
+# when there is nothing), so this bounds a step only while catching up. Larger steps pay
+# the fixed costs (the read, the reward writers' lock and its reads, the checkpoint and a
+# commit) less often, but keep a batch's objects alive long enough to reach the garbage
+# collector's oldest generation: at 2000, two full collections per 30k events (0.25 s)
+# cost about what the saved commits gave back; at 500, none.
+DEFAULT_BATCH = 500
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 against the ceiling of reading those events and bulk-inserting as many reward rows; and
 the rate of re-evaluating that history under a newly published version.
 
-    .venv/bin/python bench/evaluate.py [--events 100000] [--batch 500] [--sqlite]
+    .venv/bin/python bench/evaluate.py [--events 100000] [--batch N] [--sqlite]
 
 Needs PostgreSQL (scripts/services.sh up) unless --sqlite. It creates a throw-away
 database, writes N events (three-turn conversations with routing, tool calls and
@@ -33,6 +33,7 @@ from sqlalchemy import Column, MetaData, Table
 from sqlalchemy.engine import Engine
 
 from evaluators import evaluator as worker_module
+from evaluators.evaluator import DEFAULT_BATCH
 from evaluators.model import reward_id_for
 from evaluators.reevaluation import Reevaluations
 from evaluators.reward_writes import JSON_COLUMNS, to_row
@@ -164,7 +165,8 @@ def parse_args() -> argparse.Namespace:
         "HCP_TEST_POSTGRES_URL", "postgresql+psycopg://hcp:hcp@127.0.0.1:5432/hcp_test"))
     parser.add_argument("--sqlite", action="store_true", help="Use a SQLite file instead")
     parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=500, help="Events per evaluator poll")
+    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+                        help="Most events per evaluator poll (default: the product's)")
     return parser.parse_args()
 
 

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressC
 from cli.common import cli_container, stop_on_signals
 from contract.dryrun import DryRunReport
 from evaluators.dryrun import DryRun, Selection
-from evaluators.evaluator import StepResult
+from evaluators.evaluator import DEFAULT_BATCH, StepResult
 from evaluators.reevaluation import Job
 from evaluators.refs import parse_contract_ref
 from evaluators.refs import reward_query as build_query
@@ -33,7 +33,7 @@ def run_evaluator(
     once: bool = typer.Option(False, "--once", help="Score what is in the log now, finish "
                               "running re-evaluations, then exit"),
     group: str = typer.Option(DEFAULT_GROUP, help="Consumer group (Kafka) or checkpoint name"),
-    batch_size: int = typer.Option(500, help="Most events scored per poll"),
+    batch_size: int = typer.Option(DEFAULT_BATCH, help="Most events scored per poll"),
     session_timeout: float = typer.Option(10.0, help="Seconds before a silent worker's Kafka "
                                           "partitions go to another member (broker minimum: 6)"),
 ) -> None:

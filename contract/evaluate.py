@@ -44,6 +44,7 @@ class CompiledContract:
     limits: Limits = field(default=rubric.DEFAULT_LIMITS)
     items: CompiledExpression | None = None  # criteria then gates as one program (_run_items)
     reads: frozenset[str] = frozenset(INPUT_VARIABLES)  # the input variables judging reads
+    weights: Mapping[str, float] | None = None  # criterion id -> weight (None: read from document)
 
     @property
     def expressions(self) -> list[CompiledExpression]:
@@ -116,7 +117,7 @@ def _shared_bindings(compiled: CompiledContract) -> CompiledContract:
     return replace(compiled, criteria=criteria, gates=gates, eligible=shaped(compiled.eligible),
                    when=shaped(compiled.when) if compiled.when else None,
                    items=shaped(rubric.compile_group([*criteria.values(), *gates.values()])),
-                   reads=read | ENGINE_READS)
+                   reads=read | ENGINE_READS, weights=criterion_weights(compiled.document))
 
 
 # What evaluate_subject itself reads from every input, beside the expressions' variables:
@@ -152,7 +153,7 @@ def evaluate_subject(
         return Evaluation(subject_id, compiled.content_hash, True, None, components, gates, False,
                           split, False, errors)
     gated = not all(gates.values())
-    score = 0.0 if gated else aggregate(doc, components)
+    score = 0.0 if gated else aggregate(doc, components, compiled.weights)
     eligible = _eligibility(compiled, subject_input, score, components, gates, split)
     if isinstance(eligible, EvaluationError):
         return Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
@@ -224,9 +225,20 @@ def _record(into: dict[str, Any], errors: list[EvaluationError], key: str, value
         into[key] = value
 
 
-def aggregate(doc: ContractDocument, components: Mapping[str, float]) -> float:
-    """Combine criterion values into one score in [0, 1] with the document's aggregation."""
-    weights = {c.id: c.weight for c in doc.evaluation.criteria}
+def criterion_weights(doc: ContractDocument) -> dict[str, float]:
+    """Criterion id -> weight, in the document's order."""
+    return {c.id: c.weight for c in doc.evaluation.criteria}
+
+
+def aggregate(doc: ContractDocument, components: Mapping[str, float],
+              weights: Mapping[str, float] | None = None) -> float:
+    """Combine criterion values into one score in [0, 1] with the document's aggregation.
+
+    ``weights``: ``criterion_weights(doc)``, when the caller has it already (reading it
+    from the document again cost a fifth of judging a subject's criteria).
+    """
+    if weights is None:
+        weights = criterion_weights(doc)
     total = sum(weights.values())
     method = doc.evaluation.aggregation
     if method == "min":

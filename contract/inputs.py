@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from contract import vocabulary as v
 from contract.input_caps import MAX_EVENTS, MAX_ITEMS, MAX_TEXT, MAX_TOOL_CALLS, MAX_TURNS, Caps
@@ -53,25 +52,42 @@ def _some(digest: _Digest, names: Sequence[str]) -> dict[str, Any]:
     return {name: _BUILDERS[name](digest) for name in names}
 
 
+T = TypeVar("T")
+
+
+class _computed_once(Generic[T]):  # noqa: N801 (used as a decorator, like cached_property)
+    """``functools.cached_property`` without its lock: on 3.11 every first read of every
+    instance takes one lock shared by all instances (a few per cent of building a
+    subject's input, three reads per subject). A digest belongs to one call, so there is
+    nothing to guard."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute, self.name = compute, compute.__name__
+
+    def __get__(self, digest: Any, owner: type | None = None) -> T:
+        value = digest.__dict__[self.name] = self.compute(digest)  # later reads: the instance's
+        return value
+
+
 class _Digest:
     """One subject's events, with the parts several variables share computed once."""
 
     def __init__(self, subject: Subject, harness: Harness) -> None:
         self.subject, self.harness, self.events, self.caps = subject, harness, subject.events, Caps()
 
-    @cached_property
+    @_computed_once
     def turns(self) -> list[_Turn]:
         return _turns(self.events)
 
-    @cached_property
+    @_computed_once
     def served_by(self) -> str | None:
         return _served_by(self.events)
 
-    @cached_property
+    @_computed_once
     def tool_calls(self) -> list[dict[str, Any]]:
         return _tool_calls(self.events, self.harness, self.served_by, self.caps)
 
-    @cached_property
+    @_computed_once
     def outcome(self) -> dict[str, Any]:
         return _outcome(self.events)
 

@@ -51,6 +51,13 @@ CONTRACT_PUBLISHED = "contract.published"
 CONTRACT_STREAM = contract_stream("")  # the prefix of every contract's stream
 JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
 REFRESH_S = 10.0  # the longest the database reader goes without re-reading active versions
+# The most events one poll hands to a step. A poll returns what is there (it waits only
+# when there is nothing), so this bounds a step only while catching up. Larger steps pay
+# the fixed costs (the read, the reward writers' lock and its reads, the checkpoint and a
+# commit) less often, but keep a batch's objects alive long enough to reach the garbage
+# collector's oldest generation: at 2000, two full collections per 30k events (0.25 s)
+# cost about what the saved commits gave back; at 500, none.
+DEFAULT_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,7 @@ class Totals:
 class Evaluator:
     def __init__(self, store: EventStore, contracts: ContractVersions, rewards: RewardStore,
                  reevaluations: Reevaluations, reader: LogReader[RecordedEvent],
-                 batch_size: int = 500, subject_budget_s: float | None = None) -> None:
+                 batch_size: int = DEFAULT_BATCH, subject_budget_s: float | None = None) -> None:
         self.store, self.rewards, self.reevaluations = store, rewards, reevaluations
         self.reader, self.batch_size = reader, batch_size
         self.active = ActiveContracts(contracts, subject_budget_s)

@@ -22,7 +22,7 @@ from contract.versions import ContractVersions
 from evaluators.comparison import Comparisons
 from evaluators.dryrun import DryRuns
 from evaluators.dryrun_jobs import DryRunJobs
-from evaluators.evaluator import Evaluator
+from evaluators.evaluator import DEFAULT_BATCH, Evaluator
 from evaluators.outbox import rewards_table_feed
 from evaluators.publishing import Publisher
 from evaluators.reevaluation import Reevaluations
@@ -148,7 +148,7 @@ class Services:
     def comparisons(self) -> Comparisons:
         return Comparisons(self.contracts, self.rewards)
 
-    def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = 500,
+    def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = DEFAULT_BATCH,
                   reader: LogReader[RecordedEvent] | None = None,
                   session_timeout_s: float = 10.0) -> Evaluator:
         """A worker in consumer group ``group``: Kafka when configured, else the database log."""

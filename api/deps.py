@@ -82,7 +82,8 @@ class EventWriting:
     references: ReferenceCheck
 
 
-async def _event_writing(request: Request) -> EventWriting:
+async def event_writing(request: Request) -> EventWriting:
+    """The services of POST /v1/events, built once per container."""
     state = request.app.state
     writing: EventWriting | None = getattr(state, "event_writing", None)
     if writing is None or writing.appender is not state.container.appender:
@@ -92,7 +93,7 @@ async def _event_writing(request: Request) -> EventWriting:
     return writing
 
 
-EventWritingDep = Annotated[EventWriting, Depends(_event_writing)]
+EventWritingDep = Annotated[EventWriting, Depends(event_writing)]
 SettingsDep = Annotated[Settings, _service("settings")]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 StoreDep = Annotated[EventStore, _service("store")]

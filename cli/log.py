@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +36,7 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
                     access_log=access_log)
         return
     container.close()
+    _warn_if_cores_are_few(workers)
     if not settings.console_secret:
         typer.echo("warning: HCP_CONSOLE_SECRET is empty, so each API process signs console "
                    "sessions with its own random key; set it when serving with --workers", err=True)
@@ -43,6 +45,17 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
     # whose advisory lock keeps the log's positions gapless across processes.
     uvicorn.run("api.app:create_served_app", factory=True, host=host, port=port, workers=workers,
                 log_level="info", access_log=access_log)
+
+
+def _warn_if_cores_are_few(workers: int) -> None:
+    """More API processes help only with cores to spare: each groups only its own requests
+    into a commit, and their commits queue on the log's writer lock (docs/scaling.md)."""
+    cores = os.cpu_count() or 1
+    if workers >= cores:
+        typer.echo(f"warning: {workers} API processes on {cores} cores: they compete with the "
+                   "database (and clients on this machine) for the cores, and each groups only "
+                   "its own requests into a commit, so more may be slower, not faster; measure "
+                   "with bench/ingest.py --only http --api-workers 1,2 (docs/scaling.md)", err=True)
 
 
 def verify(

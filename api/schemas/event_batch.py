@@ -49,9 +49,14 @@ class ClientBatch(list[ClientEvent]):
             _validate, handler.generate_schema(EventBatchIn))
 
 
+def fast_client_batch(body: Any) -> ClientBatch:
+    """The batch of a parsed body in the plain shape; ``Declined`` if the model decides."""
+    return ClientBatch(_fast(body))
+
+
 def _validate(value: Any, model: core_schema.ValidatorFunctionWrapHandler) -> ClientBatch:
     try:
-        return ClientBatch(_fast(value))
+        return fast_client_batch(value)
     except Declined:
         batch: EventBatchIn = model(value)
         return ClientBatch(client_event(e) for e in batch.events)
@@ -137,12 +142,22 @@ def _int(value: Any, least: int, most: int) -> int | None:
     return value
 
 
+# uuid.UUID(text) strips prefixes and braces and checks the length in Python, 2 us an
+# event; canonical text (checked above) needs only its hex read. The object is what
+# UUID(text) builds: its two slots, ``int`` and ``is_safe`` (unknown), set the same way
+# (tests/unit/test_event_batch.py compares them).
+_new, _set, _SAFETY_UNKNOWN = object.__new__, object.__setattr__, uuid.SafeUUID.unknown
+
+
 def _uuid(value: Any) -> uuid.UUID | None:
     if value is None:
         return None
     if type(value) is not str or _UUID_TEXT.fullmatch(value) is None:
         raise Declined
-    return uuid.UUID(value)
+    read = _new(uuid.UUID)
+    _set(read, "int", int(value.replace("-", ""), 16))
+    _set(read, "is_safe", _SAFETY_UNKNOWN)
+    return read
 
 
 def _time(value: Any) -> Any:

@@ -105,3 +105,15 @@ def test_the_fast_path_sets_every_field_of_a_client_event() -> None:
     built = _fast({"events": [event()]})[0]
 
     assert set(vars(built)) == _FIELDS
+
+
+@pytest.mark.parametrize("text", [ID, ID.upper(), "00000000-0000-0000-0000-000000000000",
+                                  "ffffffff-ffff-ffff-ffff-ffffffffffff"])
+def test_the_fast_path_reads_a_uuid_as_uuid_reads_it(text: str) -> None:
+    built = _fast({"events": [event(event_id=text, metadata={"causation_id": text})]})[0]
+    expected = uuid.UUID(text)
+
+    for read in (built.event_id, built.causation_id):
+        assert type(read) is uuid.UUID
+        assert (read, read.int, read.is_safe, str(read), hash(read)) == (
+            expected, expected.int, expected.is_safe, str(expected), hash(expected))

@@ -19,12 +19,12 @@ rewritten reward chain no longer reaches the sealed head.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from evaluators.model import RewardRecord
+from kernel.canonical import canonical_json
 
 GENESIS_HASH = "0" * 64
 SEAL_TYPE = "reward.sealed"
@@ -50,13 +50,8 @@ def chained_content(record: RewardRecord, position: int | None = None) -> dict[s
 
 def reward_hash(prev_hash: str, record: RewardRecord, position: int | None = None) -> str:
     """The hash of ``record`` (at ``position`` when given, else its own) after ``prev_hash``."""
-    content = _CANONICAL.encode(chained_content(record, position))
+    content = canonical_json(chained_content(record, position))
     return hashlib.sha256((prev_hash + content).encode()).hexdigest()
-
-
-# kernel.canonical.canonical_json's encoder, made once rather than per call as json.dumps
-# makes it (a tenth of a reward's hash); encode() keeps no state between calls.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def chained(record: RewardRecord, position: int, prev_hash: str) -> RewardRecord:

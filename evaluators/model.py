@@ -12,6 +12,7 @@ from typing import Any
 
 from contract.evaluate import Evaluation
 from contract.subject import Subject
+from kernel.uuids import uuid_of_int
 
 # Stored with every reward: which scoring code produced it, next to the contract's hash.
 EVALUATOR_VERSION = "evaluator-1"
@@ -115,11 +116,7 @@ def reward_id_for(subject_id: str, name: str, version: int) -> uuid.UUID:
     of the time; one per reward)."""
     digest = hashlib.sha1(_NAMESPACE_BYTES + f"{subject_id}\x00{name}\x00{version}".encode(),
                           usedforsecurity=False).digest()
-    value = (int.from_bytes(digest[:16]) & _CLEAR_VERSION_VARIANT) | _VERSION_5_RFC_4122
-    made = object.__new__(uuid.UUID)
-    object.__setattr__(made, "int", value)
-    object.__setattr__(made, "is_safe", uuid.SafeUUID.unknown)
-    return made
+    return uuid_of_int((int.from_bytes(digest[:16]) & _CLEAR_VERSION_VARIANT) | _VERSION_5_RFC_4122)
 
 
 _NAMESPACE_BYTES = _REWARD_NAMESPACE.bytes

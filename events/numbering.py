@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from hashlib import sha256
 from typing import NamedTuple
 
 from events.chain import HashTemplate, hash_template, recorded_json, reference_chain_hash
@@ -44,7 +43,7 @@ class Prepared(NamedTuple):
 
 def prepare(new: NewEvent) -> Prepared:
     text = new.payload_json if new.payload_json is not None else canonical_json(new.payload)
-    digest = sha256(text.encode()).hexdigest()
+    digest = sha256_hex(text)
     meta, id_text = new.metadata, str(new.event_id)
     occurred = None if meta.occurred_at is None else iso_time(meta.occurred_at)
     template = hash_template(None if new.event_id is None else id_text, new.stream_id, new.type,

@@ -23,6 +23,7 @@ from pydantic_core import core_schema
 from api.schemas.common import INT32_MAX, INT64_MAX, UtcDatetime
 from api.schemas.events import EventBatchIn, EventIn, MetadataIn
 from events.ingest import ClientEvent
+from kernel.uuids import uuid_of_int
 
 _UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _EVENT_KEYS = frozenset(EventIn.model_fields)
@@ -143,21 +144,14 @@ def _int(value: Any, least: int, most: int) -> int | None:
 
 
 # uuid.UUID(text) strips prefixes and braces and checks the length in Python, 2 us an
-# event; canonical text (checked above) needs only its hex read. The object is what
-# UUID(text) builds: its two slots, ``int`` and ``is_safe`` (unknown), set the same way
-# (tests/unit/test_event_batch.py compares them).
-_new, _set, _SAFETY_UNKNOWN = object.__new__, object.__setattr__, uuid.SafeUUID.unknown
-
-
+# event; canonical text (checked here) needs only its hex read (kernel/uuids.py;
+# tests/unit/test_event_batch.py compares with UUID(text)).
 def _uuid(value: Any) -> uuid.UUID | None:
     if value is None:
         return None
     if type(value) is not str or _UUID_TEXT.fullmatch(value) is None:
         raise Declined
-    read = _new(uuid.UUID)
-    _set(read, "int", int(value.replace("-", ""), 16))
-    _set(read, "is_safe", _SAFETY_UNKNOWN)
-    return read
+    return uuid_of_int(int(value.replace("-", ""), 16))
 
 
 def _time(value: Any) -> Any:

@@ -40,6 +40,7 @@ from collections import defaultdict
 from typing import Any
 
 import peers
+from cpu_account import CpuAccount, children, find_process
 from load import (
     KafkaWatcher,
     bodies,
@@ -115,12 +116,12 @@ def served(args: argparse.Namespace) -> dict[str, float]:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         checkpoint = checkpoint_reader(engine, topic)
-        with process(api_command(port, args.api_workers[0]), env):
+        with process(api_command(port, args.api_workers[0]), env) as api:
             wait_healthy(base)
             out["http"] = args.events / post_all(base, key, bodies(make_items(
                 args.events, args.streams, "h"), args.batch), args.clients)
             relay = [sys.executable, "-m", "cli.main", "relay"]  # `hcp relay`, as deployed
-            with process(relay, env):
+            with process(relay, env) as relay_process:
                 began = wait_until(lambda: checkpoint() > 0, 60, "the relay's first page")
                 first = checkpoint()
                 # Polled every 20 ms, not 5: each poll is a query the measured relay and
@@ -129,10 +130,14 @@ def served(args: argparse.Namespace) -> dict[str, float]:
                                   poll=0.02)
                 out["drain"] = (args.events - first) / (done - began)
                 e2e_bodies = bodies(make_items(args.events, args.streams, "e"), args.batch)
+                cpu = cpu_account(engine, api.pid, relay_process.pid)
+                cpu.start()
                 started = time.perf_counter()
                 post_all(base, key, e2e_bodies, args.clients)
                 done = wait_until(lambda: checkpoint() >= 2 * args.events, 300, "end to end", poll=0.02)
+                cpu.stop()
                 out["e2e"] = args.events / (done - started)
+                print("            end to end: " + cpu.report(args.events, done - started), flush=True)
                 out.update(latencies(args, base, key, topic, out["e2e"]))
         out["copy"] = peers.copy_ceiling(url)
         messages = peers.published_messages(url)[: args.events]
@@ -142,6 +147,14 @@ def served(args: argparse.Namespace) -> dict[str, float]:
     out["bare_confluent"] = peers.bare_confluent(args.kafka, bare_topic, messages)
     out["bare_kafka_python"] = peers.bare_kafka_python(args.kafka, bare_topic, messages)
     return out
+
+
+def cpu_account(engine: Any, api: int, relay: int) -> CpuAccount:
+    """Who spends the CPU during end to end (reported beside the figure, not part of it)."""
+    roles = {"bench": os.getpid(), "API": api, "relay": relay}
+    for pid in children(relay):  # the Merkle tree builder
+        roles[f"relay's child {pid} (tree builder)"] = pid
+    return CpuAccount(engine, roles, kafka=find_process("kafka.Kafka"))
 
 
 def latencies(args: argparse.Namespace, base: str, key: str, topic: str,

@@ -21,23 +21,45 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 _TICK = os.sysconf("SC_CLK_TCK")
+Snapshot = dict[tuple[int, int], tuple[str, float]]  # (pid, start time) -> role, CPU seconds
 _PG_PORT_HEX = "1538"  # 5432
 
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of ``pid`` (all its threads); 0 when it is gone."""
+    return _cpu_and_start(pid)[0]
+
+
+def _cpu_and_start(pid: int) -> tuple[float, int]:
+    """utime + stime of ``pid`` and its start time (ticks since boot; -1 when it is gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
+        return 0.0, -1
+    return (int(fields[11]) + int(fields[12])) / _TICK, int(fields[19])
 
 
-def machine_busy_seconds() -> float:
+_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def machine_seconds() -> dict[str, float]:
+    """The machine's CPU seconds by kind (/proc/stat's first line)."""
     with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    return {name: value / _TICK for name, value in zip(_STAT_FIELDS, fields, strict=True)}
+
+
+def _all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
 
 
 def children(pid: int) -> list[int]:
@@ -64,17 +86,6 @@ def find_process(needle: str) -> int | None:
     return None
 
 
-def _postgres_pids() -> list[int]:
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/comm") as f:
-                    if f.read().strip() == "postgres":
-                        pids.append(int(name))
-            except OSError:
-                continue
-    return pids
 
 
 def _socket_inodes_by_client_port() -> dict[int, str]:
@@ -118,33 +129,42 @@ class CpuAccount:
     engine: Engine  # to ask pg_stat_activity which backend serves which client
     roles: dict[str, int]
     kafka: int | None = None
-    _before: dict[tuple[str, int], float] = field(default_factory=dict)
-    _machine: float = 0.0
-    _after: dict[tuple[str, int], float] = field(default_factory=dict)
-    _machine_after: float = 0.0
+    _before: Snapshot = field(default_factory=dict)
+    _machine: dict[str, float] = field(default_factory=dict)
+    _after: Snapshot = field(default_factory=dict)
+    _machine_after: dict[str, float] = field(default_factory=dict)
 
     def start(self) -> None:
-        self._before, self._machine = self._snapshot(), machine_busy_seconds()
+        self._before, self._machine = self._snapshot(), machine_seconds()
 
     def stop(self) -> None:
-        self._after, self._machine_after = self._snapshot(), machine_busy_seconds()
+        self._after, self._machine_after = self._snapshot(), machine_seconds()
 
     def per_role(self) -> dict[str, float]:
+        """CPU seconds per role between ``start`` and ``stop``."""
         spent: dict[str, float] = defaultdict(float)
-        for key, seconds in self._after.items():
-            spent[key[0]] += seconds - self._before.get(key, 0.0)
-        spent["machine (all)"] = self._machine_after - self._machine
+        for key, (role, seconds) in self._after.items():
+            # Keyed by (pid, start time): a pid reused meanwhile is another process. Roles
+            # come from the end (a kernel worker's name changes with its work).
+            spent[role] += seconds - self._before.get(key, (role, 0.0))[1]
         return dict(spent)
 
     def report(self, events: int, wall_s: float) -> str:
-        spent = self.per_role()
-        total = spent.pop("machine (all)")
-        spent["others (not listed)"] = total - sum(spent.values())
-        lines = [f"CPU per 1k events over {wall_s:.2f} s ({events:,} events; "
-                 f"machine busy {total / wall_s:.2f} cores):"]
-        for role, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
-            lines.append(f"    {role:<34} {seconds / events * 1e3 * 1e3:8.1f} ms")
-        lines.append(f"    {'machine (all)':<34} {total / events * 1e6:8.1f} ms")
+        spent = {role: s for role, s in self.per_role().items() if s > 0}
+        kinds = {k: self._machine_after[k] - self._machine[k] for k in _STAT_FIELDS}
+        total = sum(kinds.values()) - kinds["idle"] - kinds["iowait"]
+        per_k = 1e3 / events
+        lines = [f"CPU per 1k events over {wall_s:.2f} s ({events:,} events; machine busy "
+                 f"{total / wall_s:.2f} cores: {total * per_k * 1e3:.1f} ms per 1k, of which "
+                 + ", ".join(f"{k} {v * per_k * 1e3:.1f}" for k, v in kinds.items()
+                             if k not in ("idle", "iowait")) + "):"]
+        listed = [(role, s) for role, s in spent.items() if not role.startswith("other: ")]
+        others = sorted(((role[7:], s) for role, s in spent.items() if role.startswith("other: ")),
+                        key=lambda kv: -kv[1])
+        for role, seconds in sorted(listed, key=lambda kv: -kv[1]):
+            lines.append(f"    {role:<34} {seconds * per_k * 1e3:8.1f} ms")
+        lines.append("    other processes: " + ", ".join(
+            f"{name} {s * per_k * 1e3:.1f}" for name, s in others[:8]))
         return "\n".join(lines)
 
     def _tree(self) -> dict[int, str]:
@@ -160,14 +180,20 @@ class CpuAccount:
                 stack += children(p)
         return owner
 
-    def _snapshot(self) -> dict[tuple[str, int], float]:
+    def _snapshot(self) -> Snapshot:
         owner = self._tree()
-        snap = {(role, pid): cpu_seconds(pid) for pid, role in owner.items()}
-        if self.kafka is not None:
-            snap[("kafka JVM", self.kafka)] = cpu_seconds(self.kafka)
         backends = self._backends(owner)
-        for pid in _postgres_pids():
-            snap[(backends.get(pid, "postgres: other"), pid)] = cpu_seconds(pid)
+        snap: Snapshot = {}
+        for pid in _all_pids():
+            if pid in owner:
+                role = owner[pid]
+            elif pid == self.kafka:
+                role = "kafka JVM"
+            else:
+                comm = _comm(pid)
+                role = backends.get(pid, "postgres: other" if comm == "postgres" else f"other: {comm}")
+            seconds, started = _cpu_and_start(pid)
+            snap[(pid, started)] = (role, seconds)
         return snap
 
     def _backends(self, owner: dict[int, str]) -> dict[int, str]:

@@ -19,7 +19,7 @@ from events.sql_rows import event_from_row
 from events.store import Appended, ChainLink, Closer, EventStore
 from events.stream_heads import StreamHeads
 from events.tables import events as events_table
-from events.wire_rows import WireEvent, wire_event, wire_query
+from events.wire_rows import WireEvent, read_wire_postgres, wire_event, wire_query
 from kernel.db import is_postgres, reading
 
 __all__ = ["SqlEventStore", "event_from_row"]
@@ -88,6 +88,8 @@ class SqlEventStore(EventStore):
         from the rows without decoding the payloads (events/wire_rows.py); on ``conn``
         when given (the relay step's own)."""
         with reading(self.engine, conn) as own:
+            if self._postgres and own.dialect.driver == "psycopg":
+                return read_wire_postgres(own, after, limit)
             return [wire_event(row) for row in own.execute(wire_query(after, limit))]
 
     def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:

@@ -58,3 +58,30 @@ def test_the_feed_pages_by_position_with_the_headers_of_each_event(engine: Engin
     assert list(page[0].headers) == event_headers(event)
     assert [m.position for m in feed.read_after(0, 10)] == [1, 2, 3]
     assert feed.read_after(3, 10) == []
+
+
+def _awkward() -> list[NewEvent]:
+    # Every character JSON escapes, and some it does not (PostgreSQL text holds no NUL).
+    text = "q\"b\\s/ \b\f\n\r\t \x01\x1f\x7f \u2028\u2029 é ✓ 😀"
+    return [
+        NewEvent(f"s-{text}", f"t.{text}", {"k": text, text: [text]}, metadata=EventMetadata(
+            occurred_at=datetime(1, 1, 1, tzinfo=UTC), actor=text, tenant=text, specialist=text,
+            adapter_version=text, contract=text, claimed_actor=text)),
+        NewEvent("s-2", "t", {}, metadata=EventMetadata(
+            occurred_at=datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC), claimed_actor="")),
+        NewEvent("s-3", "t", {"n": 1}, metadata=EventMetadata(
+            occurred_at=datetime(2026, 3, 29, 1, 30, 0, 5,
+                                 tzinfo=timezone(timedelta(hours=-9, minutes=-30))))),
+    ]
+
+
+def test_awkward_text_and_times_are_written_as_the_wire_form_writes_them(engine: Engine) -> None:
+    store = SqlEventStore(engine)
+    store.append(_awkward())
+    stored = store.read_all(0, 100, raw=True)
+    wire = store.read_wire(0, 100)
+    assert len(wire) == len(stored) == 3
+    for w, event in zip(wire, stored, strict=True):
+        assert json.loads(w.value) == json.loads(event_to_bytes(event))
+        if engine.dialect.name == "postgresql":
+            assert w.value == event_to_bytes(event)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
@@ -35,8 +36,7 @@ class Checkpoints:
         """The saved positions of ``names`` (0 for those without one), in one query; on
         ``conn`` when given."""
         with reading(self.engine, conn) as own:
-            rows = own.execute(select(checkpoints_table.c.name, checkpoints_table.c.position)
-                               .where(checkpoints_table.c.name.in_(list(names))))
+            rows = own.execute(_LOAD_MANY, {"names": list(names)})
             found = {name: int(position) for name, position in rows}
         return {name: found.get(name, 0) for name in names}
 
@@ -49,6 +49,24 @@ class Checkpoints:
             save(own, name, position)
 
 
+_LOAD_MANY = (select(checkpoints_table.c.name, checkpoints_table.c.position)
+              .where(checkpoints_table.c.name.in_(bindparam("names", expanding=True))))
+
+
+def _upsert(insert: Any) -> Any:
+    statement = insert(checkpoints_table).values(
+        name=bindparam("name"), position=bindparam("position"), updated_at=bindparam("updated_at"))
+    return statement.on_conflict_do_update(
+        index_elements=[checkpoints_table.c.name],
+        set_={"position": statement.excluded.position, "updated_at": statement.excluded.updated_at},
+    )
+
+
+# Built once: a relay saves after every page, and building the upsert each time cost more
+# CPU than the round trip.
+_SAVE = {"postgresql": _upsert(pg_insert), "sqlite": _upsert(sqlite_insert)}
+
+
 def load(conn: Connection, name: str) -> int:
     position = conn.execute(
         select(checkpoints_table.c.position).where(checkpoints_table.c.name == name)
@@ -57,10 +75,5 @@ def load(conn: Connection, name: str) -> int:
 
 
 def save(conn: Connection, name: str, position: int) -> None:
-    values = {"name": name, "position": position, "updated_at": datetime.now(UTC)}
-    insert = pg_insert if is_postgres(conn) else sqlite_insert
-    statement = insert(checkpoints_table).values(**values)
-    conn.execute(statement.on_conflict_do_update(
-        index_elements=[checkpoints_table.c.name],
-        set_={"position": statement.excluded.position, "updated_at": statement.excluded.updated_at},
-    ))
+    statement = _SAVE["postgresql" if is_postgres(conn) else "sqlite"]
+    conn.execute(statement, {"name": name, "position": position, "updated_at": datetime.now(UTC)})

@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -41,7 +42,9 @@ def event_headers(event: RecordedEvent) -> list[tuple[str, bytes]]:
     return list(event_headers_of(event.type, event.schema_version))
 
 
+@lru_cache(maxsize=1024)
 def event_headers_of(event_type: str, schema_version: int) -> tuple[tuple[str, bytes], ...]:
+    """Immutable, so one tuple per (type, version) serves every message of that kind."""
     return ((HEADER_TYPE, event_type.encode()), (HEADER_SCHEMA_VERSION, str(schema_version).encode()))
 
 

@@ -51,11 +51,17 @@ def make_confluent_producer(bootstrap: str, **overrides: Any) -> Producer:
     with sequence numbers, so per-stream order survives retries. message.timeout.ms bounds
     how long librdkafka keeps retrying one message before it reports it failed; the relay
     then retries the whole page from its checkpoint.
+
+    delivery.report.only.error: librdkafka reports only the messages that failed, instead
+    of calling back into Python for every message (a tenth of the relay's CPU per
+    message). A page is acknowledged in full exactly as before: ``flush`` returns 0 only
+    once no message is waiting, in flight or unreported (librdkafka's queue length counts
+    all three), so every message has then either been acknowledged or reported failed.
     """
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
         "linger.ms": 5, "batch.size": 1024 * 1024, "message.timeout.ms": 60_000,
-        "client.id": "hcp-relay",
+        "client.id": "hcp-relay", "delivery.report.only.error": True,
     }
     config.update(overrides)
     return Producer(config)
@@ -75,9 +81,14 @@ class ConfluentPublisher:
             if err is not None:
                 failures.append(err)
 
+        produce = self.producer.produce
         try:
             for m in messages:
-                self._produce(topic, m, delivered)
+                try:
+                    produce(topic, value=m.value, key=m.key, headers=list(m.headers),
+                            on_delivery=delivered)
+                except BufferError:  # the local queue is full
+                    self._produce(topic, m, delivered)
             # flush() sends at once (no linger) and serves every delivery report.
             unacknowledged = self.producer.flush(self.timeout_s)
         except KafkaException as exc:

@@ -26,9 +26,9 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import Table, select
+from sqlalchemy import Select, Table, bindparam, select
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import DBAPIError
 
@@ -36,14 +36,17 @@ from events.checkpoints import Checkpoints
 from events.kafka_io import PublishFailed, event_headers, event_headers_of, event_to_bytes
 from events.relay_wake import OutboxWaker, StepConnection
 from events.store import EventStore
+from kernel.db import reading
 
 log = logging.getLogger(__name__)
 
 Headers = tuple[tuple[str, bytes], ...]
 
 
-@dataclass(frozen=True)
-class OutboxMessage:
+class OutboxMessage(NamedTuple):
+    """One message for Kafka (a tuple: built for every event the relay publishes, and a
+    frozen dataclass's ``__init__`` cost more than the rest of the row's handling)."""
+
     position: int
     key: bytes
     value: bytes
@@ -80,7 +83,7 @@ class EventsFeed:
         if read_wire is not None:  # the SQL store: the value assembled from the row's text
             return [OutboxMessage(w.position, w.stream_id.encode(), w.value,
                                   event_headers_of(w.type, w.schema_version))
-                    for w in read_wire(position, limit, conn)]
+                    for w in read_wire(position, limit, conn)]  # headers: one tuple per type
         # raw: publish what was stored and hashed; readers upcast after decoding.
         return [
             OutboxMessage(e.position, e.stream_id.encode(), event_to_bytes(e),
@@ -99,15 +102,18 @@ class TableFeed:
                  to_message: RowToMessage) -> None:
         self.engine, self.table, self.topic, self.to_message = engine, table, topic, to_message
         self.position = table.c[position_column]
+        # Built once per page size: the relay reads every feed on every step, and building
+        # (and cache-keying) the statement each time cost more than the empty read itself.
+        self._queries: dict[int, Select[Any]] = {}
 
     def read_after(self, position: int, limit: int,
                    conn: Connection | None = None) -> list[OutboxMessage]:
-        query = (select(self.table).where(self.position > position)
-                 .order_by(self.position).limit(limit))
-        if conn is not None:
-            return [self.to_message(row._mapping) for row in conn.execute(query)]
-        with self.engine.connect() as own:
-            return [self.to_message(row._mapping) for row in own.execute(query)]
+        query = self._queries.get(limit)
+        if query is None:
+            query = self._queries[limit] = (select(self.table).where(self.position > bindparam("after"))
+                                            .order_by(self.position).limit(limit))
+        with reading(self.engine, conn) as own:
+            return [self.to_message(row._mapping) for row in own.execute(query, {"after": position})]
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Select, Text, cast, select
 from sqlalchemy.engine import Connection
@@ -34,9 +33,8 @@ from events.model import OPTIONAL_METADATA, iso_time
 from events.tables import events as events_table
 
 
-@dataclass(frozen=True, slots=True)
-class WireEvent:
-    """What the relay publishes of one stored event."""
+class WireEvent(NamedTuple):
+    """What the relay publishes of one stored event (a tuple: one is built per message)."""
 
     position: int
     stream_id: str

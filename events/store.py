@@ -12,7 +12,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from sqlalchemy.engine import Connection
 
@@ -34,9 +34,9 @@ class Appender(Protocol):
     def append(self, batch: Sequence[NewEvent]) -> list[Appended]: ...
 
 
-@dataclass(frozen=True)
-class ChainLink:
-    """An event's place in the hash chain: all a Merkle tree builder needs to read."""
+class ChainLink(NamedTuple):
+    """An event's place in the hash chain: all a Merkle tree builder needs to read (a
+    tuple: the builder reads one per event)."""
 
     position: int
     prev_hash: str

@@ -71,3 +71,16 @@ class NodeStoreContract:
         assert store.tree_size() == 2
         with pytest.raises(MissingNodeError):
             store.read_nodes([NodeId(1, 2)])
+
+    def test_a_repeat_or_a_short_hash_changes_nothing(self):
+        store = self.make_store()
+        MerkleTree(store).append(leaves(2))
+        h = b"\0" * 32
+        completing = [(NodeId(0, 2), h), (NodeId(0, 3), h), (NodeId(1, 1), h), (NodeId(2, 0), h)]
+        for wrong in ([completing[0], *completing[:3]],  # as many nodes, one of them twice
+                      [*completing[:3], (NodeId(2, 0), h[:31])]):
+            with pytest.raises(NodeStoreError):
+                store.write_nodes(2, 4, wrong)
+        assert store.tree_size() == 2
+        store.write_nodes(2, 4, completing)
+        assert store.tree_size() == 4

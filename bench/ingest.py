@@ -57,6 +57,7 @@ from load import (
 )
 from pacer import Paced, paced_processes
 from scratch import fresh_database  # bench/scratch.py, beside this script
+from sqlalchemy import text
 
 from access.keys import create_key
 from events.checkpoints import Checkpoints
@@ -131,13 +132,17 @@ def served(args: argparse.Namespace) -> dict[str, float]:
                 out["drain"] = (args.events - first) / (done - began)
                 e2e_bodies = bodies(make_items(args.events, args.streams, "e"), args.batch)
                 cpu = cpu_account(engine, api.pid, relay_process.pid)
+                tree_at_start = tree_size(engine)
                 cpu.start()
                 started = time.perf_counter()
                 post_all(base, key, e2e_bodies, args.clients)
                 done = wait_until(lambda: checkpoint() >= 2 * args.events, 300, "end to end", poll=0.02)
                 cpu.stop()
                 out["e2e"] = args.events / (done - started)
-                print("            end to end: " + cpu.report(args.events, done - started), flush=True)
+                print("            end to end: " + cpu.report(args.events, done - started)
+                      + f"\n            (the relay's Merkle tree builder had {tree_at_start:,} of the "
+                      f"{args.events:,} earlier events in the tree when end to end began, "
+                      f"{tree_size(engine):,} of {2 * args.events:,} when it ended)", flush=True)
                 out.update(latencies(args, base, key, topic, out["e2e"]))
         out["copy"] = peers.copy_ceiling(url)
         messages = peers.published_messages(url)[: args.events]
@@ -147,6 +152,12 @@ def served(args: argparse.Namespace) -> dict[str, float]:
     out["bare_confluent"] = peers.bare_confluent(args.kafka, bare_topic, messages)
     out["bare_kafka_python"] = peers.bare_kafka_python(args.kafka, bare_topic, messages)
     return out
+
+
+def tree_size(engine: Any) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text("SELECT coalesce(max(idx) + 1, 0) FROM merkle_nodes "
+                                     "WHERE level = 0")).scalar())
 
 
 def cpu_account(engine: Any, api: int, relay: int) -> CpuAccount:

@@ -15,6 +15,7 @@ it prints percentiles to stderr.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import gc
 import os
@@ -26,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not os.environ.get("PYTHONPATH"):  # else the code PYTHONPATH names (an A/B against main)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import api.append_route as route  # noqa: E402
 from events.group_commit import GroupCommit  # noqa: E402
@@ -88,6 +90,7 @@ def _wrap_group_commit() -> None:
 
 
 LEADER = threading.local()
+LOOP = ["?"]  # the event loop's module, as the app sees it (uvloop or asyncio)
 WAIT_KINDS: dict[str, tuple[int, float]] = {}  # generator: count, seconds
 
 
@@ -118,6 +121,7 @@ def _wrap_fast_route() -> None:
     real = route._fast
 
     async def fast(request: Any, endpoint: Any) -> Any:
+        LOOP[0] = type(asyncio.get_running_loop()).__module__
         began = time.perf_counter()
         try:
             return await real(request, endpoint)
@@ -156,7 +160,7 @@ def _report() -> None:
         lines.append(f"  {name:<20} n {len(values):>6} mean {statistics.fmean(values) * scale:7.2f} "
                      f"p50 {qs[49] * scale:7.2f} p90 {qs[89] * scale:7.2f} p99 {qs[98] * scale:7.2f}"
                      f" max {max(values) * scale:7.2f}{unit}")
-    lines.append(f"  leader's waits by generator: {WAIT_KINDS}")
+    lines.append(f"  leader's waits by generator: {WAIT_KINDS}; event loop from {LOOP[0]}")
     text = "\n".join(lines)
     print(f"probe (switch interval {sys.getswitchinterval():.4f} s):\n{text}", file=sys.stderr, flush=True)
 

@@ -49,6 +49,18 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def switches_of(pid: int) -> float:
+    """Context switches of all ``pid``'s threads so far (voluntary and not)."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                total += sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+    except OSError:
+        pass
+    return float(total)
+
+
 def machine() -> tuple[float, float]:
     """(busy, idle) seconds of all CPUs together."""
     with open("/proc/stat") as f:
@@ -87,6 +99,7 @@ class Meter:
     def snapshot(self) -> dict[str, float]:
         busy, idle = machine()
         return {"api": cpu_of(self.api_pid) if self.api_pid else 0.0,
+                "api_switches": switches_of(self.api_pid) if self.api_pid else 0.0,
                 "pg_shared": sum(cpu_of(p) for p in shared_pg_pids()),
                 "bench": time.process_time(), "busy": busy, "idle": idle, "wall": time.perf_counter()}
 
@@ -107,7 +120,8 @@ def report(name: str, events: int, used: dict[str, float]) -> None:
     wall = used["wall"]
     print(f"{name}: {events / wall:,.0f} events/s over {wall:.2f} s; CPU s per 1k events: "
           + ", ".join(f"{k} {used[k] * per_k:.3f}" for k in ("api", "pg_backends", "pg_shared", "bench"))
-          + f"; machine busy {used['busy'] / wall:.2f} of 2 cores ({used['busy'] * per_k:.3f} s/1k), "
+          + f"; API context switches per 1k events {used['api_switches'] * per_k:,.0f}"
+          f"; machine busy {used['busy'] / wall:.2f} of 2 cores ({used['busy'] * per_k:.3f} s/1k), "
           f"idle {used['idle'] / wall:.2f}; load {os.getloadavg()[0]:.2f}", flush=True)
 
 

@@ -25,7 +25,7 @@ import uuid
 from typing import Any
 
 from ingest import single_summary
-from load import bodies, free_port, make_items, post_all, process, wait_healthy
+from load import bodies, free_port, make_items, post_all, post_timed, process, wait_healthy
 from pacer import paced_processes
 from scratch import fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy import text
@@ -161,8 +161,7 @@ def over_http(args: argparse.Namespace, admin: Any) -> None:
             meter = Meter(admin, url.rsplit("/", 1)[1].split("?")[0], api.pid)
             api.send_signal(signal.SIGUSR1)  # the probe forgets the warm-up
             spy = profiler(args.profile, api.pid)
-            meter.start()
-            post_all(base, key, payloads, args.clients)
+            post_timed(base, key, payloads, args.clients, ready=meter.start)
             used = meter.stop()
             if spy is not None:
                 spy.send_signal(signal.SIGINT)  # py-spy writes its file and exits

@@ -48,6 +48,7 @@ from load import (
     load_average,
     make_items,
     post_all,
+    post_timed,
     process,
     quantile,
     wait_for_idle,
@@ -129,8 +130,7 @@ def served(args: argparse.Namespace) -> dict[str, float]:
                                   poll=0.02)
                 out["drain"] = (args.events - first) / (done - began)
                 e2e_bodies = bodies(make_items(args.events, args.streams, "e"), args.batch)
-                started = time.perf_counter()
-                post_all(base, key, e2e_bodies, args.clients)
+                started, _ = post_timed(base, key, e2e_bodies, args.clients)
                 done = wait_until(lambda: checkpoint() >= 2 * args.events, 300, "end to end", poll=0.02)
                 out["e2e"] = args.events / (done - started)
                 out.update(latencies(args, base, key, topic, out["e2e"]))

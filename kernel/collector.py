@@ -1,4 +1,4 @@
-"""The garbage collector's settings for a long-running worker process.
+"""The garbage collector's settings for a long-running process (`hcp serve`, `hcp evaluator`).
 
 CPython's cyclic collector walks every tracked object of a generation; a full collection
 walks the whole process (modules, compiled SQL, the container's pools, compiled

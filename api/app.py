@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +16,7 @@ from api.metrics import Metrics
 from api.routes import ROUTERS
 from console.router import router as console_router
 from hcp.bootstrap import Container, bootstrap
+from kernel.collector import settle_garbage_collector
 
 
 def create_app(container: Container | None = None, *, served: bool = False) -> FastAPI:
@@ -27,7 +28,8 @@ def create_app(container: Container | None = None, *, served: bool = False) -> F
         owned = container is None
         app.state.container = container or bootstrap()
         if served:
-            _settle_garbage_collector()
+            settle_garbage_collector()
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         yield
         if owned:
             app.state.container.close()
@@ -46,20 +48,13 @@ def create_app(container: Container | None = None, *, served: bool = False) -> F
     return app
 
 
-# Objects a request allocates and drops (parsed bodies, models, rows) trip generation 0
-# every 700 allocations; each of those collections also ages the survivors towards the
-# full collections that walk every object of the process (modules, the container's
-# pools, compiled SQL): tens of milliseconds that land on some request's p99.
-GC_GEN0_THRESHOLD = 50_000
-
-
-def _settle_garbage_collector() -> None:
-    """Move what startup built out of the collector's sight (``gc.freeze``: it lives as
-    long as the process) and collect the young generation less often."""
-    gc.collect()
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(GC_GEN0_THRESHOLD, older, oldest)
+# A thread back from a database round trip (or the event loop, woken by a socket) waits
+# for the GIL until the thread holding it has run this long; the default is 5 ms. Under
+# load the one waiting is often the group commit's leader, holding the log's writer lock
+# for every writer while another request parses its body: its transaction makes a dozen
+# such waits (bench/probe_serve.py counts them). 0.5 ms bounds each, for a few more
+# thread switches when threads compete.
+SWITCH_INTERVAL_S = 0.0005
 
 
 def create_served_app() -> FastAPI:

@@ -44,6 +44,7 @@ from events.model import EventMetadata, NewEvent
 from hcp import migrate
 from hcp.bootstrap import Container
 from hcp.settings import Settings
+from kernel.collector import settle_garbage_collector
 from kernel.db import make_engine
 from kernel.sql import insert_rows
 
@@ -116,6 +117,7 @@ def main() -> None:
 
         worker = container.evaluator("bench", args.batch,
                            reader=DatabaseLogReader(engine, container.store, "bench"))
+        settle_garbage_collector()  # as `hcp evaluator` does once its worker is built
         scoring = Stopwatch(worker_module, "score_subjects")
         started = time.perf_counter()
         totals = worker.drain(timeout=3600)

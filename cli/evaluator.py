@@ -19,6 +19,7 @@ from evaluators.refs import parse_contract_ref
 from evaluators.refs import reward_query as build_query
 from hcp.bootstrap import Container
 from hcp.services import DEFAULT_GROUP
+from kernel.collector import settle_garbage_collector
 
 rewards_app = typer.Typer(help="Reward records: list and inspect", no_args_is_help=True)
 T = TypeVar("T")
@@ -41,6 +42,7 @@ def run_evaluator(
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     with cli_container() as container:
         worker = container.evaluator(group, batch_size, session_timeout_s=session_timeout)
+        settle_garbage_collector()  # startup is done: what it built lives as long as we do
         source = container.settings.events_topic if container.settings.kafka_bootstrap else "database log"
         try:
             if once:
@@ -57,7 +59,9 @@ def run_evaluator(
 
 def _echo_step(step: StepResult) -> None:
     if step.events:
-        typer.echo(f"scored {step.events} events: {step.subjects} subjects, {step.rewards} new rewards")
+        typer.echo(f"scored {step.events} events: {step.subjects} subjects")
+    if step.rewards:  # with the database log, stored while the next batch was scored
+        typer.echo(f"stored {step.rewards} new rewards")
     for job in step.jobs_started:
         typer.echo(f"re-evaluation of {job.contract_name}@{job.contract_version} started "
                    f"(positions {job.from_position}..{job.to_position})")

@@ -19,9 +19,12 @@ rewritten reward chain no longer reaches the sealed head.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from evaluators.model import RewardRecord
 from kernel.canonical import canonical_json
@@ -50,8 +53,33 @@ def chained_content(record: RewardRecord, position: int | None = None) -> dict[s
 
 def reward_hash(prev_hash: str, record: RewardRecord, position: int | None = None) -> str:
     """The hash of ``record`` (at ``position`` when given, else its own) after ``prev_hash``."""
-    content = canonical_json(chained_content(record, position))
-    return hashlib.sha256((prev_hash + content).encode()).hexdigest()
+    content = chained_content(record, position)
+    return hashlib.sha256(prev_hash.encode() + canonical_bytes(content, record)).hexdigest()
+
+
+def canonical_bytes(content: dict[str, Any], record: RewardRecord) -> bytes:
+    """``canonical_json(content).encode()``, written by orjson (a tenth of the time) where
+    it provably writes the same bytes: sorted keys, no spaces, UTF-8 and the same escapes
+    hold for any JSON; floats are the same text when finite and 0 or at least 1e-4 in
+    size (below, json writes 1e-05 and orjson 0.00001). The other fields are strings,
+    ints, bools and None by the record's types; event ids are checked, being the one list.
+    Anything else (an error list, an int over 64 bits, a lone surrogate) takes json."""
+    if (not record.errors and _plain(record.score)
+            and all(_plain(v) for v in record.components.values())
+            and all(type(v) is bool for v in record.gates.values())
+            and all(type(e) is str for e in record.event_ids)):
+        try:
+            return orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    return canonical_json(content).encode()
+
+
+def _plain(value: Any) -> bool:
+    """A number (or None) that json and orjson write alike."""
+    if value is None or type(value) is int:
+        return True
+    return type(value) is float and (value == 0.0 or 1e-4 <= abs(value) < math.inf)
 
 
 def chained(record: RewardRecord, position: int, prev_hash: str) -> RewardRecord:

@@ -165,10 +165,19 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
             time.sleep(min(self.poll_interval, remaining))
 
     @contextmanager
-    def committing(self) -> Iterator[Connection]:
-        """A transaction for the results of everything polled so far that also commits
-        the position (exactly-once against the database, and one commit rather than two)."""
-        position = self.position
+    def committing(self, position: int | None = None) -> Iterator[Connection]:
+        """A transaction for the results of everything polled up to ``position`` (default:
+        everything polled so far) that also commits that position (exactly-once against
+        the database, and one commit rather than two).
+
+        A consumer that polls on while an earlier batch's results are saved hands that
+        batch's position over: it is taken as given, never read from the reader here,
+        which has moved on. Call ``rewind`` only once no such transaction is open.
+        """
+        position = self.position if position is None else position
+        if not self.committed <= position <= self.position:
+            raise ValueError(f"position {position} is not between the committed "
+                             f"{self.committed} and the polled {self.position}")
         with self.checkpoints.engine.begin() as conn:
             yield conn
             if position != self.committed:

@@ -125,3 +125,18 @@ def test_a_plain_batch_takes_the_short_way_and_is_stored(served: tuple[TestClien
     sent = json.loads(body)["events"]
     stored = [container.store.get(uuid.UUID(e["event_id"])) for e in sent]
     assert [(s.stream_id, s.payload) for s in stored if s] == [(e["stream_id"], e["payload"]) for e in sent]
+
+
+def test_the_answer_is_compact_json_with_text_as_sent(served: tuple[TestClient, Container]) -> None:
+    # The bytes json.dumps(separators=(",", ":"), ensure_ascii=False) wrote, encoded: a
+    # stream id's non-ASCII and control characters included.
+    client, _ = served
+    odd = ["s-é-\u2028-😀", "s-tab\t-quote\"-back\\-nl\n-\x01"]
+    body = json.dumps({"events": [event(stream_id=name) for name in odd]}).encode()
+
+    response = client.post("/v1/events", content=body, headers=JSON)
+
+    assert response.status_code == 201
+    answer = response.json()
+    assert [e["stream_id"] for e in answer["events"]] == odd
+    assert response.content == json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode()

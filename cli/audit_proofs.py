@@ -25,7 +25,8 @@ from audit.verify import (
     verify_inclusion_bundle,
 )
 from cli.audit import KEY_HELP, load_verifier, progress_console
-from cli.common import cli_container, stop_on_signals
+from cli.common import cli_container
+from cli.signals import stop_on_signals
 
 checkpoint_app = typer.Typer(help="Signed checkpoints of the log: create, run on a schedule, export",
                              no_args_is_help=True)

@@ -1,13 +1,10 @@
 """Helpers every command group shares: a container whose domain errors become a clean
-exit, and a stop flag that SIGTERM and Ctrl-C set."""
+exit (the stop flag that SIGTERM and Ctrl-C set is in cli/signals.py)."""
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType
 
 import typer
 
@@ -31,16 +28,3 @@ def cli_container() -> Iterator[Container]:
         raise typer.Exit(2) from None
     finally:
         container.close()
-
-
-def stop_on_signals() -> threading.Event:
-    """A flag long-running loops poll: they finish the batch in flight, then return, so
-    nothing is left half-done (rewards stored before offsets, pages before checkpoints)."""
-    stop = threading.Event()
-
-    def handle(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
-    return stop

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
 
-from cli.common import cli_container, stop_on_signals
+from cli.common import cli_container
+from cli.signals import stop_on_signals
 from contract.dryrun import DryRunReport
 from evaluators.dryrun import DryRun, Selection
 from evaluators.evaluator import DEFAULT_BATCH, StepResult

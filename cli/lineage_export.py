@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 
 from audit.exports.emit import client_for, export
-from cli.common import cli_container, stop_on_signals
+from cli.common import cli_container
+from cli.signals import stop_on_signals
 
 CHECKPOINT = "openlineage"
 

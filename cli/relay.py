@@ -7,7 +7,7 @@ import threading
 import typer
 
 from audit.builder import TreeBuilder
-from cli.common import stop_on_signals
+from cli.signals import stop_on_signals
 from cli.tree_process import TreeBuilderProcess
 from events.checkpoints import Checkpoints
 from events.kafka_io import ensure_topics

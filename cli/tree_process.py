@@ -75,21 +75,22 @@ def main(argv: list[str]) -> None:
     _die_with(parent)
     if hasattr(os, "nice"):
         os.nice(NICENESS)
-    # Imported only now, at the lower priority: the container's imports take about two
-    # seconds of CPU, which a relay that has just taken over needs for its backlog.
-    from cli.common import stop_on_signals
-    from hcp.bootstrap import bootstrap
+    # Imported only now, at the lower priority, and only what the builder needs (not
+    # the whole container's modules, hcp/tree_root.py): a relay that has just taken over
+    # needs the CPU for its backlog.
+    from cli.signals import stop_on_signals
+    from hcp.tree_root import tree_builder_alone
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="merkle-tree builder %(levelname)s %(name)s: %(message)s")
     stop = stop_on_signals()
     threading.Thread(target=_stop_at_end_of_pipe, args=(stop,), name="parent-pipe",
                      daemon=True).start()
-    container = bootstrap()
+    builder, engine = tree_builder_alone()
     try:
-        container.tree_builder.follow(stop)
+        builder.follow(stop)
     finally:
-        container.close()
+        engine.dispose()
 
 
 def _die_with(parent: int) -> None:

@@ -27,10 +27,9 @@ from typing import Any
 from ingest import single_summary
 from load import bodies, free_port, make_items, post_all, post_timed, process, wait_healthy
 from pacer import paced_processes
-from scratch import fresh_database  # bench/scratch.py, beside this script
+from scratch import database_with_key, fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy import text
 
-from access.keys import create_key
 from events.ingest import Author, ClientEvent, IngestLimits, ingest
 from events.sql_store import SqlEventStore
 from kernel.db import make_engine
@@ -144,10 +143,7 @@ def in_process(args: argparse.Namespace, admin: Any) -> None:
 
 
 def over_http(args: argparse.Namespace, admin: Any) -> None:
-    with fresh_database(args.postgres) as url:
-        engine = make_engine(url)
-        key = create_key(engine, ["events:write"], "bench")
-        engine.dispose()
+    with database_with_key(args.postgres) as (url, key):
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         env = {**os.environ, "HCP_DATABASE_URL": url}
@@ -184,10 +180,7 @@ def profiler(out: str | None, pid: int) -> subprocess.Popen[bytes] | None:
 def latency(args: argparse.Namespace, admin: Any) -> None:
     """Single-event POSTs at --rate/s from two pacer processes with the relay running,
     as bench/ingest.py's latency phase (no batch load beside them)."""
-    with fresh_database(args.postgres) as url:
-        engine = make_engine(url)
-        key = create_key(engine, ["events:write"], "bench")
-        engine.dispose()
+    with database_with_key(args.postgres) as (url, key):
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         env = {**os.environ, "HCP_DATABASE_URL": url, "HCP_KAFKA_BOOTSTRAP": args.kafka,

@@ -57,7 +57,7 @@ from load import (
     wait_until,
 )
 from pacer import Paced, paced_processes
-from scratch import fresh_database  # bench/scratch.py, beside this script
+from scratch import database_with_key, fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy import text
 
 from access.keys import create_key
@@ -253,10 +253,7 @@ def append_rate(url: str, items: list[dict[str, Any]], batch: int) -> float:
 
 
 def http_only(args: argparse.Namespace, workers: int) -> float:
-    with fresh_database(args.postgres) as url:
-        engine = make_engine(url)
-        key = create_key(engine, ["events:write"], "bench")
-        engine.dispose()
+    with database_with_key(args.postgres) as (url, key):
         port = free_port()
         with process(api_command(port, workers), {**os.environ, "HCP_DATABASE_URL": url}):
             wait_healthy(f"http://127.0.0.1:{port}")

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from access.keys import create_key
 from hcp import migrate
 from kernel.db import make_engine
 
@@ -51,3 +52,13 @@ def named_database(admin_url: str, name: str, keep: bool) -> Iterator[tuple[str,
             with admin.connect() as conn:
                 conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+
+
+@contextmanager
+def database_with_key(admin_url: str) -> Iterator[tuple[str, str]]:
+    """A ``fresh_database`` and an API key with ``events:write`` in it: (URL, key)."""
+    with fresh_database(admin_url) as url:
+        engine = make_engine(url)
+        key = create_key(engine, ["events:write"], "bench")
+        engine.dispose()
+        yield url, key

@@ -16,14 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.reevaluation import Reevaluations
-from evaluators.rewards import RewardStore
 from events.checkpoints import Checkpoints
 from hcp.bootstrap import Container
 from hcp.settings import Settings
 from kernel.db import make_engine
-from tests.e2e.test_evaluator_processes import Worker, assert_exactly_once, stored, wait_for
-from tests.unit.evaluators.factories import contract_text, conversation, publish
+from tests.e2e.test_evaluator_processes import (
+    Worker,
+    assert_exactly_once,
+    publish_turn_and_episode_contracts,
+    stored,
+    wait_for,
+)
+from tests.unit.evaluators.factories import conversation
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -33,10 +37,7 @@ def container(postgres_url: str) -> Iterator[Container]:
     settings = Settings(database_url=postgres_url, kafka_bootstrap="",
                         topic_prefix=f"d{uuid.uuid4().hex[:8]}")
     built = Container(settings, make_engine(postgres_url))
-    for name, subject in (("default", "turn"), ("episodes", "episode")):
-        publish(built.contracts, contract_text(name=name, subject=subject), name=name)
-        jobs = Reevaluations(built.engine, built.store, built.contracts, RewardStore(built.engine))
-        jobs.run(jobs.start(name, 1).job_id)
+    publish_turn_and_episode_contracts(built)
     yield built
     built.close()
 

@@ -43,12 +43,17 @@ def container(postgres_url: str, kafka_bootstrap: str) -> Iterator[Container]:
                         topic_prefix=f"e{uuid.uuid4().hex[:8]}")
     built = Container(settings, make_engine(postgres_url))
     ensure_topics(kafka_bootstrap, [settings.events_topic], partitions=PARTITIONS)
+    publish_turn_and_episode_contracts(built)
+    yield built
+    built.close()
+
+
+def publish_turn_and_episode_contracts(built: Container) -> None:
+    """default@1 scores turns, episodes@1 episodes; each one's re-evaluation run at once."""
     for name, subject in (("default", "turn"), ("episodes", "episode")):
         publish(built.contracts, contract_text(name=name, subject=subject), name=name)
         jobs = Reevaluations(built.engine, built.store, built.contracts, RewardStore(built.engine))
         jobs.run(jobs.start(name, 1).job_id)
-    yield built
-    built.close()
 
 
 class Worker:

@@ -28,7 +28,7 @@ from events.chain import GENESIS_HASH
 from events.errors import EventLogError
 from events.model import RecordedEvent, iso_time
 from events.numbering import Numbering, Prepared
-from events.relay_wake import NOTIFY_STATEMENT, notify_outbox
+from events.relay_wake import OUTBOX_CHANNEL, notify_outbox
 from events.sql_rows import COLUMNS, COPY_COLUMNS, copy_line, copy_row, event_from_row, to_row
 from events.store import Appended
 from events.stream_heads import Head, LogHead, StreamHeads
@@ -135,20 +135,24 @@ def _copy(conn: Connection, created: list[tuple[RecordedEvent, Prepared]], recor
 
 def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
                             ) -> tuple[Existing, LogHead, Heads]:
-    """The writer lock, the stored duplicates (``ids``: the event ids as a uuid[] literal),
-    the log head and the stream heads, in one round trip instead of four (each statement
-    still reads after the lock is held; the log head and the stream heads share one, as
-    each statement costs the driver ~50 µs). Arrays go as literals: psycopg's list dumper
-    costs ~4 µs per element in Python, and a UUID's text has nothing to quote."""
-    _, stored, heads, _ = pipelined(conn, [
-        ("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,)),
-        (_EXISTING, (ids,)),
-        (_LOG_AND_STREAM_HEADS, (_text_array(streams),)) if streams else (_LOG_HEAD, None),
-        NOTIFY_STATEMENT,  # wakes the relay on commit (events/relay_wake.py); no extra trip
-    ])
-    existing = {row[1]: event_from_row(dict(zip(COLUMNS, row, strict=True))) for row in stored}
-    head = [(int(row[1]), str(row[2])) for row in heads if row[0] is None]  # stream NULL: the log's
-    found = [row for row in heads if row[0] is not None]
+    """The writer lock (and the relay's wake-up on commit), then the log head, the stream
+    heads and which of the batch's events are stored (``ids``: the event ids as a uuid[]
+    literal): two statements in one round trip. The reads are one statement after the
+    lock's, so that they read after the lock is held (READ COMMITTED: a snapshot per
+    statement) and the driver waits on the socket as few times as it can: in a busy API
+    each wait gives the GIL away and taking it back costs the writer, who holds everyone's
+    lock, up to a switch interval. Stored duplicates (a client's retry) are read whole in
+    a second round trip. Arrays go as literals: psycopg's list dumper costs ~4 us per
+    element in Python, and a UUID's text has nothing to quote."""
+    reads = (_READS, (_text_array(streams), ids)) if streams else (_READS_KNOWN_STREAMS, (ids,))
+    _, rows = pipelined(conn, [_LOCK_AND_NOTIFY, reads])
+    head = [(int(row[2]), str(row[3])) for row in rows if row[0] == _LOG_ROW]
+    found = [row[1:] for row in rows if row[0] == _STREAM_ROW]
+    stored = [row[1] for row in rows if row[0] == _STORED_ROW]
+    existing: Existing = {}
+    if stored:
+        [whole] = pipelined(conn, [(_EXISTING, ("{" + ",".join(stored) + "}",))])
+        existing = {row[1]: event_from_row(dict(zip(COLUMNS, row, strict=True))) for row in whole}
     return existing, head[0] if head else (0, GENESIS_HASH), _heads(streams, found)
 
 
@@ -185,14 +189,20 @@ _STREAM_HEADS = (
     "LEFT JOIN LATERAL (SELECT e.stream_seq, e.tenant FROM events e WHERE e.stream_id = ids.stream_id "
     "ORDER BY e.stream_seq DESC LIMIT 1) AS h ON true"
 )
-# The log head as a row whose stream is NULL, then the stream heads: one snapshot. Alone
-# when every stream's head is known (the planner keeps re-planning the union for an
-# empty array, a cheap plan it will not trade for its generic one).
-_LOG_HEAD = "SELECT NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1"
-_LOG_AND_STREAM_HEADS = (
-    "(SELECT NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1) "  # noqa: S608
-    f"UNION ALL {_STREAM_HEADS}"
+_LOCK_AND_NOTIFY = ("SELECT pg_advisory_xact_lock(%s), pg_notify(%s, '')", (APPEND_LOCK_KEY, OUTBOX_CHANNEL))
+# The reads under the lock as one statement, one snapshot: rows tagged by what they are.
+_LOG_ROW, _STREAM_ROW, _STORED_ROW = 0, 1, 2
+_LOG_HEAD_ROW = "(SELECT 0, NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1)"
+_STORED_ROWS = ("SELECT 2, event_id::text, NULL::bigint, NULL::text FROM events "
+                "WHERE event_id = ANY(%s::uuid[])")
+_READS = (
+    f"{_LOG_HEAD_ROW} UNION ALL SELECT 1, s.* FROM ({_STREAM_HEADS}) AS s "  # noqa: S608
+    f"UNION ALL {_STORED_ROWS}"
 )
+# Without the stream heads when every stream's head is known (the planner keeps
+# re-planning a union over an empty array, a cheap plan it will not trade for its
+# generic one).
+_READS_KNOWN_STREAMS = f"{_LOG_HEAD_ROW} UNION ALL {_STORED_ROWS}"
 _PG_STREAM_HEADS = text(_STREAM_HEADS.replace("%s::text[]", "CAST(:ids AS text[])"))
 _SQLITE_STREAM_HEADS = text(
     "SELECT ids.value, h.stream_seq, h.tenant FROM json_each(:ids) AS ids "

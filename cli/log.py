@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,8 +39,12 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
     container.close()
     _warn_if_cores_are_few(workers)
     if not settings.console_secret:
-        typer.echo("warning: HCP_CONSOLE_SECRET is empty, so each API process signs console "
-                   "sessions with its own random key; set it when serving with --workers", err=True)
+        # One process signs console sessions with a random key of its own; the workers
+        # must share one, or a session signed by one would be refused by the others. They
+        # are started from this process and read their settings from its environment.
+        os.environ["HCP_CONSOLE_SECRET"] = secrets.token_hex(32)
+        typer.echo("note: HCP_CONSOLE_SECRET is empty: the API processes sign console sessions "
+                   "with a key made for this run (sessions end when it stops)", err=True)
     # Each worker process builds its own container (pools, group commit) in the lifespan;
     # they share the port (SO_REUSEPORT-style via uvicorn's supervisor) and the database,
     # whose advisory lock keeps the log's positions gapless across processes.

@@ -81,3 +81,31 @@ def test_two_api_processes_keep_one_gapless_chained_log(database_url: str, engin
             range(1, sum(e.stream_id == stream for e in stored) + 1))
     report = verify_chain(stored)
     assert report.intact and report.checked == len(stored)
+
+
+def test_console_sessions_hold_on_every_process_without_a_configured_secret(
+        database_url: str, engine: Engine) -> None:
+    """Without HCP_CONSOLE_SECRET each process used to sign sessions with a key of its own,
+    so a session signed by one was refused by the other: `hcp serve` now makes one key for
+    the run and hands it to every worker."""
+    key = create_key(engine, ["admin"], "console")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k != "HCP_CONSOLE_SECRET"}
+    env.update(HCP_DATABASE_URL=database_url, HCP_KAFKA_BOOTSTRAP="")
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", "--port", str(port),
+                             "--workers", "2", "--no-access-log"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_healthy(base, proc)
+        signed = httpx.post(f"{base}/console/sign-in", data={"key": key, "next": "/console"})
+        assert signed.status_code == 303, signed.text
+        cookies = dict(signed.cookies)
+        # A new connection each time, so both processes answer some (with a key of its
+        # own the other process answered 303, to the sign-in form).
+        pages = [httpx.get(f"{base}/console", cookies=cookies, follow_redirects=False).status_code
+                 for _ in range(30)]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert pages == [200] * 30

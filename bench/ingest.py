@@ -2,7 +2,7 @@
 pick, measured in the same run, with their ratio.
 
     .venv/bin/python bench/ingest.py [--events 30000] [--repeats 3] [--producer confluent-kafka]
-    .venv/bin/python bench/ingest.py --only http --api-workers 1,2,4     # scaling sweep
+    .venv/bin/python bench/ingest.py --only http [--api-workers 1,2,4]   # API processes
 
 Needs PostgreSQL and Kafka (scripts/services.sh up). Each repeat waits for the machine to
 be idle (at most --idle-wait s), creates throw-away databases and topics, and measures:
@@ -318,8 +318,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--append-batch", type=int, default=100, help="events per store append")
     parser.add_argument("--clients", type=int, default=4, help="concurrent posting threads")
     parser.add_argument("--streams", type=int, default=500)
-    parser.add_argument("--api-workers", default="1", type=lambda s: [int(x) for x in s.split(",")],
-                        help="uvicorn worker processes; a list with --only http")
+    parser.add_argument("--api-workers", type=lambda s: [int(x) for x in s.split(",")],
+                        help="uvicorn worker processes (default 1); a list with --only http "
+                             "(default: 1 and one per core)")
     parser.add_argument("--producer", default="confluent-kafka", choices=("confluent-kafka", "kafka-python"))
     parser.add_argument("--rate", type=float, default=200.0, help="single-event POSTs per second")
     parser.add_argument("--load-procs", type=int, default=2,
@@ -330,7 +331,11 @@ def parse_args() -> argparse.Namespace:
                         help="most seconds to wait for an idle machine before each repeat")
     parser.add_argument("--only", choices=("http", "store"),
                         help="only the HTTP rows (API scaling), or only the in-process rows")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.api_workers is None:
+        cores = os.cpu_count() or 1
+        args.api_workers = [1, cores] if args.only == "http" and cores > 1 else [1]
+    return args
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ from kernel.db import is_postgres
 log = logging.getLogger(__name__)
 
 OUTBOX_CHANNEL = "hcp_outbox"  # the SQL store's append notifies it with its lock (events/sql_append.py)
+# For kernel.sql.pipelined: rides in a writer's existing round trip.
+NOTIFY_STATEMENT: tuple[str, tuple[str, ...]] = ("SELECT pg_notify(%s, '')", (OUTBOX_CHANNEL,))
 _NOTIFY = text("SELECT pg_notify(:channel, '')")
 
 # A wait is cut into slices this long so that ``stop`` is honoured promptly (each slice is

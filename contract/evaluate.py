@@ -143,23 +143,37 @@ def evaluate_subject(
     key = rule.key(subject_id, str(subject_input.get("user_text") or ""))
     split = split_for(key, rule.held_out_fraction, rule.seed)
     applies = applies_to(compiled, subject_input)
+    made = compiled.content_hash
     if isinstance(applies, EvaluationError):
-        return Evaluation(subject_id, compiled.content_hash, True, None, {}, {}, False, split, False,
-                          (applies,))
+        return _evaluation(subject_id, made, True, None, {}, {}, False, split, False, (applies,))
     if not applies:
-        return Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
+        return _evaluation(subject_id, made, False, None, {}, {}, False, split, False, ())
     components, gates, errors = _run_items(compiled, subject_input)
     if errors:
-        return Evaluation(subject_id, compiled.content_hash, True, None, components, gates, False,
-                          split, False, errors)
+        return _evaluation(subject_id, made, True, None, components, gates, False, split, False, errors)
     gated = not all(gates.values())
     score = 0.0 if gated else aggregate(doc, components, compiled.weights)
     eligible = _eligibility(compiled, subject_input, score, components, gates, split)
     if isinstance(eligible, EvaluationError):
-        return Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
-                          split, False, (eligible,))
-    return Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
-                      split, eligible)
+        return _evaluation(subject_id, made, True, score, components, gates, gated, split, False,
+                           (eligible,))
+    return _evaluation(subject_id, made, True, score, components, gates, gated, split, eligible, ())
+
+
+def _evaluation(subject_id: str, contract_hash: str, applicable: bool, score: float | None,
+                components: dict[str, float], gates: dict[str, bool], gated: bool, split: str,
+                eligible: bool, errors: tuple[EvaluationError, ...]) -> Evaluation:
+    """``Evaluation(...)`` with its fields set at once: the frozen dataclass's ``__init__``
+    sets them one ``object.__setattr__`` at a time (one evaluation per subject and version;
+    it checks nothing)."""
+    made = _new(Evaluation)
+    made.__dict__.update(subject_id=subject_id, contract_hash=contract_hash, applicable=applicable,
+                         score=score, components=components, gates=gates, gated=gated, split=split,
+                         eligible=eligible, errors=errors)
+    return made
+
+
+_new = object.__new__
 
 
 def _cached(doc: ContractDocument) -> CompiledContract:

@@ -5,10 +5,13 @@ reward record, field by field. Rewrites for speed must not change a byte of any 
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
+from contract.evaluate import evaluate_subject
+from contract.inputs import build_input
 from tests.unit.evaluators import scoring_corpus as corpus
 
 _OBSERVED: dict[str, Any] = {}
@@ -39,3 +42,20 @@ def test_a_subject_scores_as_recorded(subject_id: str) -> None:
 
 def test_the_corpus_is_the_recorded_one() -> None:
     assert sorted(_observed()) == sorted(GOLDEN)
+
+
+def test_records_and_evaluations_made_without_init_have_every_field() -> None:
+    """The reward record and the evaluation are made by setting their fields at once
+    (evaluators/model.py, contract/evaluate.py): a field added to either must be set there."""
+    from contract.evaluate import Evaluation
+    from evaluators.model import RewardRecord
+    from evaluators.scoring import score_subject
+
+    versions = corpus.versions()
+    records = [r for s in corpus.subjects()[:3] for r in score_subject(s, versions)]
+    assert records
+    for record in records:
+        assert list(record.__dict__) == [f.name for f in fields(RewardRecord)]
+    compiled = versions[0].compiled
+    evaluation = evaluate_subject(compiled, build_input(corpus.subjects()[6], compiled.document.harness))
+    assert list(evaluation.__dict__) == [f.name for f in fields(Evaluation)]

@@ -216,20 +216,27 @@ def _run_items(
     so every error is reported on its own item exactly as without the group (a group
     stopped by its deadline has cost one expression's deadline more than that alone).
     """
-    expressions = [*compiled.criteria.values(), *compiled.gates.values()]
+    criteria, gate_ids = compiled.criteria, compiled.gates
     raws: Any = None
     if compiled.items is not None:
         raws = rubric.evaluate(compiled.items, subject_input, compiled.limits)
-    if not isinstance(raws, list) or len(raws) != len(expressions):
-        raws = [rubric.evaluate(e, subject_input, compiled.limits) for e in expressions]
+    if not isinstance(raws, list) or len(raws) != len(criteria) + len(gate_ids):
+        raws = [rubric.evaluate(e, subject_input, compiled.limits)
+                for e in [*criteria.values(), *gate_ids.values()]]
     components: dict[str, float] = {}
     gates: dict[str, bool] = {}
     errors: list[EvaluationError] = []
-    for item_id, raw in zip(compiled.criteria, raws, strict=False):
-        _record(components, errors, item_id, rubric.as_score(raw, f"criterion:{item_id}"))
-    for item_id, raw in zip(compiled.gates, raws[len(compiled.criteria):], strict=True):
-        _record(gates, errors, item_id, rubric.as_bool(raw, f"gate:{item_id}"))
-    return components, gates, tuple(errors)
+    for item_id, raw in zip(criteria, raws, strict=False):
+        if type(raw) is float and 0.0 <= raw <= 1.0:  # what as_score gives at once
+            components[item_id] = raw
+        else:
+            _record(components, errors, item_id, rubric.as_score(raw, f"criterion:{item_id}"))
+    for item_id, raw in zip(gate_ids, raws[len(criteria):], strict=True):
+        if raw is True or raw is False:  # what as_bool gives at once
+            gates[item_id] = raw
+        else:
+            _record(gates, errors, item_id, rubric.as_bool(raw, f"gate:{item_id}"))
+    return components, gates, tuple(errors) if errors else ()
 
 
 def _record(into: dict[str, Any], errors: list[EvaluationError], key: str, value: Any) -> None:

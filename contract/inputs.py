@@ -78,19 +78,12 @@ class _Digest:
 
     def __init__(self, subject: Subject, harness: Harness) -> None:
         self.subject, self.harness, self.events, self.caps = subject, harness, subject.events, Caps()
-
-    @_computed_once
-    def scan(self) -> Scan:
-        return Scan(self.events)
-
-    @_computed_once
-    def turns(self) -> list[Turn]:
-        return self.scan.turns
-
-    @_computed_once
-    def served_by(self) -> str | None:
-        """The specialist that served last: the latest routing decision, else event metadata."""
-        return self.scan.routed or self.scan.last_specialist
+        # Every input the engine judges reads the turns and the counts (contract/evaluate.py
+        # ENGINE_READS), so the pass over the events is made at once.
+        self.scan = scan = Scan(subject.events)
+        self.turns: list[Turn] = scan.turns
+        # The specialist that served last: the latest routing decision, else event metadata.
+        self.served_by: str | None = scan.routed or scan.last_specialist
 
     @_computed_once
     def tool_calls(self) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from contract import rubric
 from contract.document import canonical_form, content_hash
+from contract.evaluation import Evaluation, made_evaluation
 from contract.rubric import CompiledExpression, EvaluationError, Limits
 from contract.sections import ContractDocument
 from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES
@@ -45,40 +46,14 @@ class CompiledContract:
     items: CompiledExpression | None = None  # criteria then gates as one program (_run_items)
     reads: frozenset[str] = frozenset(INPUT_VARIABLES)  # the input variables judging reads
     weights: Mapping[str, float] | None = None  # criterion id -> weight (None: read from document)
+    # Eligibility by (score, its sign, split), when that is all the expression reads (_eligibility).
+    eligible_memo: dict[tuple[float, float, str], bool] | None = None
 
     @property
     def expressions(self) -> list[CompiledExpression]:
         """Every compiled expression of the contract."""
         found = [*self.criteria.values(), *self.gates.values(), self.eligible]
         return found if self.when is None else [self.when, *found]
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    subject_id: str
-    contract_hash: str
-    applicable: bool
-    score: float | None  # None: not applicable, or an error prevented a score
-    components: dict[str, float]  # criterion id -> value, for those that evaluated
-    gates: dict[str, bool]
-    gated: bool  # a gate was false and forced the score to 0
-    split: str  # "train" | "held_out"
-    eligible: bool
-    errors: tuple[EvaluationError, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "subject_id": self.subject_id,
-            "contract_hash": self.contract_hash,
-            "applicable": self.applicable,
-            "score": self.score,
-            "components": dict(sorted(self.components.items())),
-            "gates": dict(sorted(self.gates.items())),
-            "gated": self.gated,
-            "split": self.split,
-            "eligible": self.eligible,
-            "errors": [error.to_json() for error in self.errors],
-        }
 
 
 def compile_contract(doc: ContractDocument, limits: Limits = rubric.DEFAULT_LIMITS) -> CompiledContract:
@@ -117,7 +92,9 @@ def _shared_bindings(compiled: CompiledContract) -> CompiledContract:
     return replace(compiled, criteria=criteria, gates=gates, eligible=shaped(compiled.eligible),
                    when=shaped(compiled.when) if compiled.when else None,
                    items=shaped(rubric.compile_group([*criteria.values(), *gates.values()])),
-                   reads=read | ENGINE_READS, weights=criterion_weights(compiled.document))
+                   reads=read | ENGINE_READS, weights=criterion_weights(compiled.document),
+                   eligible_memo={} if compiled.eligible.variables <= _MEMO_READS
+                   and compiled.eligible.read_sites is not None else None)
 
 
 # What evaluate_subject itself reads from every input, beside the expressions' variables:
@@ -145,35 +122,19 @@ def evaluate_subject(
     applies = applies_to(compiled, subject_input)
     made = compiled.content_hash
     if isinstance(applies, EvaluationError):
-        return _evaluation(subject_id, made, True, None, {}, {}, False, split, False, (applies,))
+        return made_evaluation(subject_id, made, True, None, {}, {}, False, split, False, (applies,))
     if not applies:
-        return _evaluation(subject_id, made, False, None, {}, {}, False, split, False, ())
+        return made_evaluation(subject_id, made, False, None, {}, {}, False, split, False, ())
     components, gates, errors = _run_items(compiled, subject_input)
     if errors:
-        return _evaluation(subject_id, made, True, None, components, gates, False, split, False, errors)
+        return made_evaluation(subject_id, made, True, None, components, gates, False, split, False, errors)
     gated = not all(gates.values())
     score = 0.0 if gated else aggregate(doc, components, compiled.weights)
     eligible = _eligibility(compiled, subject_input, score, components, gates, split)
     if isinstance(eligible, EvaluationError):
-        return _evaluation(subject_id, made, True, score, components, gates, gated, split, False,
+        return made_evaluation(subject_id, made, True, score, components, gates, gated, split, False,
                            (eligible,))
-    return _evaluation(subject_id, made, True, score, components, gates, gated, split, eligible, ())
-
-
-def _evaluation(subject_id: str, contract_hash: str, applicable: bool, score: float | None,
-                components: dict[str, float], gates: dict[str, bool], gated: bool, split: str,
-                eligible: bool, errors: tuple[EvaluationError, ...]) -> Evaluation:
-    """``Evaluation(...)`` with its fields set at once: the frozen dataclass's ``__init__``
-    sets them one ``object.__setattr__`` at a time (one evaluation per subject and version;
-    it checks nothing)."""
-    made = _new(Evaluation)
-    made.__dict__.update(subject_id=subject_id, contract_hash=contract_hash, applicable=applicable,
-                         score=score, components=components, gates=gates, gated=gated, split=split,
-                         eligible=eligible, errors=errors)
-    return made
-
-
-_new = object.__new__
+    return made_evaluation(subject_id, made, True, score, components, gates, gated, split, eligible, ())
 
 
 def _cached(doc: ContractDocument) -> CompiledContract:
@@ -276,8 +237,27 @@ def aggregate(doc: ContractDocument, components: Mapping[str, float],
 
 def _eligibility(compiled: CompiledContract, subject_input: Mapping[str, Any], score: float,
                  components: dict[str, float], gates: dict[str, bool], split: str) -> bool | EvaluationError:
+    """The eligibility expression's verdict; remembered per contract where the expression
+    reads nothing but ``score`` and ``split`` (most do: ``score >= 0.6``), loop-free: then
+    it is a pure function of those two (run without the meter, so no deadline), and most
+    subjects share a few scores. Only verdicts are remembered, never an error."""
+    memo = compiled.eligible_memo
+    if memo is not None:
+        key = (score, math.copysign(1.0, score), split)  # (0.0 and -0.0 are equal keys)
+        found = memo.get(key)
+        if found is not None:
+            return found
     variables = {**subject_input, "score": score, "components": components, "gates": gates, "split": split}
-    return rubric.as_bool(rubric.evaluate(compiled.eligible, variables, compiled.limits), "eligibility")
+    verdict = rubric.as_bool(rubric.evaluate(compiled.eligible, variables, compiled.limits), "eligibility")
+    if memo is not None and type(verdict) is bool:
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        memo[key] = verdict
+    return verdict
+
+
+_MEMO_READS = frozenset({"score", "split"})
+_MEMO_MAX = 4096
 
 
 def split_for(subject_id: str, fraction: float, seed: int) -> str:

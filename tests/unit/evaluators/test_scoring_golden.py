@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from contract.evaluate import evaluate_subject
+from contract.evaluation import Evaluation
 from contract.inputs import build_input
+from evaluators.model import RewardRecord
+from evaluators.scoring import score_subject
 from tests.unit.evaluators import scoring_corpus as corpus
 
 _OBSERVED: dict[str, Any] = {}
@@ -47,10 +50,6 @@ def test_the_corpus_is_the_recorded_one() -> None:
 def test_records_and_evaluations_made_without_init_have_every_field() -> None:
     """The reward record and the evaluation are made by setting their fields at once
     (evaluators/model.py, contract/evaluate.py): a field added to either must be set there."""
-    from contract.evaluate import Evaluation
-    from evaluators.model import RewardRecord
-    from evaluators.scoring import score_subject
-
     versions = corpus.versions()
     records = [r for s in corpus.subjects()[:3] for r in score_subject(s, versions)]
     assert records
@@ -59,3 +58,14 @@ def test_records_and_evaluations_made_without_init_have_every_field() -> None:
     compiled = versions[0].compiled
     evaluation = evaluate_subject(compiled, build_input(corpus.subjects()[6], compiled.document.harness))
     assert list(evaluation.__dict__) == [f.name for f in fields(Evaluation)]
+
+
+def test_eligibility_is_remembered_only_where_it_reads_just_score_and_split() -> None:
+    memos = {v.ref.name: v.compiled.eligible_memo for v in corpus.versions()}
+    assert memos["bench"] is not None and memos["broken"] is not None  # score >= 0.6, score > 0.0
+    assert memos["loops"] is None and memos["everything"] is None and memos["eligibility"] is None
+    bench = corpus.versions()[0]
+    scored = [r for s in corpus.subjects() for r in score_subject(s, [bench])]
+    again = [r for s in corpus.subjects() for r in score_subject(s, [bench])]  # from the memo
+    assert bench.compiled.eligible_memo
+    assert [(r.score, r.split, r.eligible) for r in again] == [(r.score, r.split, r.eligible) for r in scored]

@@ -114,7 +114,8 @@ _BUILDERS: dict[str, Callable[[_Digest], Any]] = {
     "specialists": lambda d: list(d.scan.specialists),
     "adapter_version": lambda d: d.scan.adapter_version,
     "harness": lambda d: d.harness.model_dump(mode="json"),
-    "counts": lambda d: _counts(d.events, d.scan.by_type, d.turns, d.tool_calls),
+    "counts": lambda d: _counts(d.events, d.scan.by_type, d.turns,
+                                _tool_tallies(d.scan.called, d.scan.results, d.harness, d.served_by)),
     "duration_s": lambda d: _duration(d.events),
 }
 
@@ -215,27 +216,38 @@ def _outcome(completed: RecordedEvent | None) -> dict[str, Any]:
     }
 
 
+def _tool_tallies(called: list[RecordedEvent], results: dict[str, dict[str, Any]], harness: Harness,
+                  served_by: str | None) -> tuple[int, int, int, int]:
+    """The counts of `_tool_calls` (calls, failed, disallowed, unanswered), without copying
+    each call's arguments and output through the caps: only `truncated` sees the caps, and
+    asking for it builds `tool_calls` itself."""
+    errors = disallowed = unanswered = 0
+    for event in called:
+        payload = event.payload
+        result = results.get(_str(payload.get("call_id")))
+        if result is None:
+            unanswered += 1
+        elif result.get("ok") is False:
+            errors += 1
+        if not harness.allows(_str(payload.get("tool")), event.metadata.specialist or served_by):
+            disallowed += 1
+    return len(called), errors, disallowed, unanswered
+
+
 def _counts(events: tuple[RecordedEvent, ...], by_type: dict[str, int], turns: list[Turn],
-            tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
-    answered = errors = disallowed = unanswered = 0
+            tools: tuple[int, int, int, int]) -> dict[str, Any]:
+    answered = 0
     for turn in turns:
         if turn.assistant:
             answered += 1
-    for call in tool_calls:  # one loop, not a sum() per count
-        if call["ok"] is False:
-            errors += 1
-        if not call["allowed"]:
-            disallowed += 1
-        if not call["has_result"]:
-            unanswered += 1
     return {
         "events": len(events),
         "turns": len(turns),
         "answered_turns": answered,
-        "tool_calls": len(tool_calls),
-        "tool_errors": errors,
-        "tools_disallowed": disallowed,
-        "tools_unanswered": unanswered,
+        "tool_calls": tools[0],
+        "tool_errors": tools[1],
+        "tools_disallowed": tools[2],
+        "tools_unanswered": tools[3],
         "feedback": by_type.get(v.FEEDBACK_GIVEN, 0),
         "by_type": by_type,
     }

@@ -115,12 +115,13 @@ class RewardRecord:
 def reward_id_for(subject_id: str, name: str, version: int) -> uuid.UUID:
     """``uuid.uuid5(_REWARD_NAMESPACE, ...)``, made without its argument checks (a fifth
     of the time; one per reward)."""
-    digest = hashlib.sha1(_NAMESPACE_BYTES + f"{subject_id}\x00{name}\x00{version}".encode(),
-                          usedforsecurity=False).digest()
+    hasher = _NAMESPACE_SHA1.copy()  # (the namespace hashed once)
+    hasher.update(f"{subject_id}\x00{name}\x00{version}".encode())
+    digest = hasher.digest()
     return uuid_of_int((int.from_bytes(digest[:16]) & _CLEAR_VERSION_VARIANT) | _VERSION_5_RFC_4122)
 
 
-_NAMESPACE_BYTES = _REWARD_NAMESPACE.bytes
+_NAMESPACE_SHA1 = hashlib.sha1(_REWARD_NAMESPACE.bytes, usedforsecurity=False)
 _CLEAR_VERSION_VARIANT = ~((0xF000 << 64) | (0xC000 << 48))
 _VERSION_5_RFC_4122 = (5 << 76) | (0x8000 << 48)
 

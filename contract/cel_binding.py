@@ -230,8 +230,6 @@ def _push_nodes(children: Any, count: int, stack: list[Any]) -> int:
     if count > 64:
         stack.extend(children)
         return 0
-    if _SCALARS.issuperset(map(type, children)):
-        return count  # one unit each, decided in C (the usual numbers and flags)
     units = 0
     for child in children:
         kind = type(child)

@@ -26,6 +26,7 @@ from typing import Any
 
 from contract import rubric
 from contract.document import canonical_form, content_hash
+from contract.evaluation import Evaluation, made_evaluation
 from contract.rubric import CompiledExpression, EvaluationError, Limits
 from contract.sections import ContractDocument
 from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES
@@ -45,40 +46,14 @@ class CompiledContract:
     items: CompiledExpression | None = None  # criteria then gates as one program (_run_items)
     reads: frozenset[str] = frozenset(INPUT_VARIABLES)  # the input variables judging reads
     weights: Mapping[str, float] | None = None  # criterion id -> weight (None: read from document)
+    # Eligibility by (score, its sign, split), when that is all the expression reads (_eligibility).
+    eligible_memo: dict[tuple[float, float, str], bool] | None = None
 
     @property
     def expressions(self) -> list[CompiledExpression]:
         """Every compiled expression of the contract."""
         found = [*self.criteria.values(), *self.gates.values(), self.eligible]
         return found if self.when is None else [self.when, *found]
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    subject_id: str
-    contract_hash: str
-    applicable: bool
-    score: float | None  # None: not applicable, or an error prevented a score
-    components: dict[str, float]  # criterion id -> value, for those that evaluated
-    gates: dict[str, bool]
-    gated: bool  # a gate was false and forced the score to 0
-    split: str  # "train" | "held_out"
-    eligible: bool
-    errors: tuple[EvaluationError, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "subject_id": self.subject_id,
-            "contract_hash": self.contract_hash,
-            "applicable": self.applicable,
-            "score": self.score,
-            "components": dict(sorted(self.components.items())),
-            "gates": dict(sorted(self.gates.items())),
-            "gated": self.gated,
-            "split": self.split,
-            "eligible": self.eligible,
-            "errors": [error.to_json() for error in self.errors],
-        }
 
 
 def compile_contract(doc: ContractDocument, limits: Limits = rubric.DEFAULT_LIMITS) -> CompiledContract:
@@ -117,7 +92,9 @@ def _shared_bindings(compiled: CompiledContract) -> CompiledContract:
     return replace(compiled, criteria=criteria, gates=gates, eligible=shaped(compiled.eligible),
                    when=shaped(compiled.when) if compiled.when else None,
                    items=shaped(rubric.compile_group([*criteria.values(), *gates.values()])),
-                   reads=read | ENGINE_READS, weights=criterion_weights(compiled.document))
+                   reads=read | ENGINE_READS, weights=criterion_weights(compiled.document),
+                   eligible_memo={} if compiled.eligible.variables <= _MEMO_READS
+                   and compiled.eligible.read_sites is not None else None)
 
 
 # What evaluate_subject itself reads from every input, beside the expressions' variables:
@@ -143,23 +120,21 @@ def evaluate_subject(
     key = rule.key(subject_id, str(subject_input.get("user_text") or ""))
     split = split_for(key, rule.held_out_fraction, rule.seed)
     applies = applies_to(compiled, subject_input)
+    made = compiled.content_hash
     if isinstance(applies, EvaluationError):
-        return Evaluation(subject_id, compiled.content_hash, True, None, {}, {}, False, split, False,
-                          (applies,))
+        return made_evaluation(subject_id, made, True, None, {}, {}, False, split, False, (applies,))
     if not applies:
-        return Evaluation(subject_id, compiled.content_hash, False, None, {}, {}, False, split, False)
+        return made_evaluation(subject_id, made, False, None, {}, {}, False, split, False, ())
     components, gates, errors = _run_items(compiled, subject_input)
     if errors:
-        return Evaluation(subject_id, compiled.content_hash, True, None, components, gates, False,
-                          split, False, errors)
+        return made_evaluation(subject_id, made, True, None, components, gates, False, split, False, errors)
     gated = not all(gates.values())
     score = 0.0 if gated else aggregate(doc, components, compiled.weights)
     eligible = _eligibility(compiled, subject_input, score, components, gates, split)
     if isinstance(eligible, EvaluationError):
-        return Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
-                          split, False, (eligible,))
-    return Evaluation(subject_id, compiled.content_hash, True, score, components, gates, gated,
-                      split, eligible)
+        return made_evaluation(subject_id, made, True, score, components, gates, gated, split, False,
+                           (eligible,))
+    return made_evaluation(subject_id, made, True, score, components, gates, gated, split, eligible, ())
 
 
 def _cached(doc: ContractDocument) -> CompiledContract:
@@ -202,20 +177,27 @@ def _run_items(
     so every error is reported on its own item exactly as without the group (a group
     stopped by its deadline has cost one expression's deadline more than that alone).
     """
-    expressions = [*compiled.criteria.values(), *compiled.gates.values()]
+    criteria, gate_ids = compiled.criteria, compiled.gates
     raws: Any = None
     if compiled.items is not None:
         raws = rubric.evaluate(compiled.items, subject_input, compiled.limits)
-    if not isinstance(raws, list) or len(raws) != len(expressions):
-        raws = [rubric.evaluate(e, subject_input, compiled.limits) for e in expressions]
+    if not isinstance(raws, list) or len(raws) != len(criteria) + len(gate_ids):
+        raws = [rubric.evaluate(e, subject_input, compiled.limits)
+                for e in [*criteria.values(), *gate_ids.values()]]
     components: dict[str, float] = {}
     gates: dict[str, bool] = {}
     errors: list[EvaluationError] = []
-    for item_id, raw in zip(compiled.criteria, raws, strict=False):
-        _record(components, errors, item_id, rubric.as_score(raw, f"criterion:{item_id}"))
-    for item_id, raw in zip(compiled.gates, raws[len(compiled.criteria):], strict=True):
-        _record(gates, errors, item_id, rubric.as_bool(raw, f"gate:{item_id}"))
-    return components, gates, tuple(errors)
+    for item_id, raw in zip(criteria, raws):  # noqa: B905 (raws holds the gates too)
+        if type(raw) is float and 0.0 <= raw <= 1.0:  # what as_score gives at once
+            components[item_id] = raw
+        else:
+            _record(components, errors, item_id, rubric.as_score(raw, f"criterion:{item_id}"))
+    for item_id, raw in zip(gate_ids, raws[len(criteria):], strict=True):
+        if raw is True or raw is False:  # what as_bool gives at once
+            gates[item_id] = raw
+        else:
+            _record(gates, errors, item_id, rubric.as_bool(raw, f"gate:{item_id}"))
+    return components, gates, tuple(errors) if errors else ()
 
 
 def _record(into: dict[str, Any], errors: list[EvaluationError], key: str, value: Any) -> None:
@@ -249,14 +231,33 @@ def aggregate(doc: ContractDocument, components: Mapping[str, float],
             return 0.0
         value = math.exp(sum(w * math.log(components[k]) for k, w in weights.items()) / total)
     else:
-        value = sum(w * components[k] for k, w in weights.items()) / total
+        value = sum([w * components[k] for k, w in weights.items()]) / total  # (a list: faster)
     return min(1.0, max(0.0, value))  # float rounding only; inputs are already in [0, 1]
 
 
 def _eligibility(compiled: CompiledContract, subject_input: Mapping[str, Any], score: float,
                  components: dict[str, float], gates: dict[str, bool], split: str) -> bool | EvaluationError:
+    """The eligibility expression's verdict; remembered per contract where the expression
+    reads nothing but ``score`` and ``split`` (most do: ``score >= 0.6``), loop-free: then
+    it is a pure function of those two (run without the meter, so no deadline), and most
+    subjects share a few scores. Only verdicts are remembered, never an error."""
+    memo = compiled.eligible_memo
+    if memo is not None:
+        key = (score, math.copysign(1.0, score), split)  # (0.0 and -0.0 are equal keys)
+        found = memo.get(key)
+        if found is not None:
+            return found
     variables = {**subject_input, "score": score, "components": components, "gates": gates, "split": split}
-    return rubric.as_bool(rubric.evaluate(compiled.eligible, variables, compiled.limits), "eligibility")
+    verdict = rubric.as_bool(rubric.evaluate(compiled.eligible, variables, compiled.limits), "eligibility")
+    if memo is not None and type(verdict) is bool:
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        memo[key] = verdict
+    return verdict
+
+
+_MEMO_READS = frozenset({"score", "split"})
+_MEMO_MAX = 4096
 
 
 def split_for(subject_id: str, fraction: float, seed: int) -> str:

@@ -9,26 +9,15 @@ Derived fields (`tool_calls`, `feedback`, `outcome`, `counts`, ...) are computed
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from contract import vocabulary as v
 from contract.input_caps import MAX_EVENTS, MAX_ITEMS, MAX_TEXT, MAX_TOOL_CALLS, MAX_TURNS, Caps
+from contract.input_scan import Scan, Turn, text_of
 from contract.sections import Harness
 from contract.subject import Subject
 from events.model import RecordedEvent, utc
-
-
-@dataclass
-class _Turn:
-    user_seq: int
-    user_text: str
-    assistant: list[str] = field(default_factory=list)
-    specialist: str | None = None
-    adapter_version: str | None = None
-    model: str | None = None
-    tokens: int | None = None
 
 
 def build_input(subject: Subject, harness: Harness,
@@ -41,15 +30,30 @@ def build_input(subject: Subject, harness: Harness,
     it builds everything.
     """
     if only is not None and "truncated" not in only:
-        return _some(_Digest(subject, harness), [n for n in v.INPUT_VARIABLES if n in only])
+        return _some(_Digest(subject, harness), _builders(only))
     digest = _Digest(subject, harness)
-    values = _some(digest, [n for n in v.INPUT_VARIABLES if n != "truncated"])
+    values = _some(digest, _builders(_ALL_BUT_TRUNCATED))
     values["truncated"] = digest.truncated()
     return values
 
 
-def _some(digest: _Digest, names: Sequence[str]) -> dict[str, Any]:
-    return {name: _BUILDERS[name](digest) for name in names}
+def _some(digest: _Digest, builders: Sequence[tuple[str, Callable[[_Digest], Any]]]) -> dict[str, Any]:
+    return {name: build(digest) for name, build in builders}
+
+
+def _builders(names: Collection[str]) -> list[tuple[str, Callable[[_Digest], Any]]]:
+    """The builders of ``names``, in the vocabulary's order; remembered for a frozenset
+    (each contract version asks for the same one every time)."""
+    found = _CHOSEN.get(names) if type(names) is frozenset else None
+    if found is None:
+        found = [(n, _BUILDERS[n]) for n in v.INPUT_VARIABLES if n in names]
+        if type(names) is frozenset and len(_CHOSEN) < 256:
+            _CHOSEN[names] = found
+    return found
+
+
+_CHOSEN: dict[frozenset[str], list[tuple[str, Callable[[_Digest], Any]]]] = {}
+_ALL_BUT_TRUNCATED = frozenset(v.INPUT_VARIABLES) - {"truncated"}
 
 
 T = TypeVar("T")
@@ -74,22 +78,20 @@ class _Digest:
 
     def __init__(self, subject: Subject, harness: Harness) -> None:
         self.subject, self.harness, self.events, self.caps = subject, harness, subject.events, Caps()
-
-    @_computed_once
-    def turns(self) -> list[_Turn]:
-        return _turns(self.events)
-
-    @_computed_once
-    def served_by(self) -> str | None:
-        return _served_by(self.events)
+        # Every input the engine judges reads the turns and the counts (contract/evaluate.py
+        # ENGINE_READS), so the pass over the events is made at once.
+        self.scan = scan = Scan(subject.events)
+        self.turns: list[Turn] = scan.turns
+        # The specialist that served last: the latest routing decision, else event metadata.
+        self.served_by: str | None = scan.routed or scan.last_specialist
 
     @_computed_once
     def tool_calls(self) -> list[dict[str, Any]]:
-        return _tool_calls(self.events, self.harness, self.served_by, self.caps)
+        return _tool_calls(self.scan.called, self.scan.results, self.harness, self.served_by, self.caps)
 
     @_computed_once
     def outcome(self) -> dict[str, Any]:
-        return _outcome(self.events)
+        return _outcome(self.scan.completed)
 
     def truncated(self) -> bool:
         """Whether any cap applied to the variables built so far (call it last)."""
@@ -105,14 +107,15 @@ _BUILDERS: dict[str, Callable[[_Digest], Any]] = {
     "assistant_text": lambda d: d.caps.text("\n\n".join("\n".join(t.assistant) for t in d.turns),
                                             MAX_TEXT),
     "tool_calls": lambda d: d.tool_calls[:MAX_TOOL_CALLS],
-    "feedback": lambda d: _feedback(d.events, d.caps),
+    "feedback": lambda d: _feedback(d.scan.feedback, d.caps),
     "outcome": lambda d: d.outcome["outcome"],
     "outcome_score": lambda d: d.outcome["outcome_score"],
     "specialist": lambda d: d.served_by,
-    "specialists": lambda d: _distinct(_specialist(e) for e in d.events),
-    "adapter_version": lambda d: _last(_adapter_version(e) for e in d.events),
+    "specialists": lambda d: list(d.scan.specialists),
+    "adapter_version": lambda d: d.scan.adapter_version,
     "harness": lambda d: d.harness.model_dump(mode="json"),
-    "counts": lambda d: _counts(d.events, d.turns, d.tool_calls),
+    "counts": lambda d: _counts(d.events, d.scan.by_type, d.turns,
+                                _tool_tallies(d.scan.called, d.scan.results, d.harness, d.served_by)),
     "duration_s": lambda d: _duration(d.events),
 }
 
@@ -142,30 +145,7 @@ def _event(event: RecordedEvent, caps: Caps) -> dict[str, Any]:
     }
 
 
-def _turns(events: tuple[RecordedEvent, ...]) -> list[_Turn]:
-    turns: list[_Turn] = []
-    for event in events:
-        payload = event.payload
-        if event.type == v.TURN_USER:
-            turns.append(_Turn(event.stream_seq, _str(payload.get("text"))))
-        elif not turns:
-            continue
-        elif event.type == v.ROUTE_DECIDED:
-            turns[-1].specialist = _str(payload.get("specialist")) or turns[-1].specialist
-            turns[-1].adapter_version = _str(payload.get("adapter_version")) or None
-        elif event.type == v.TURN_ASSISTANT:
-            turn = turns[-1]
-            turn.assistant.append(_str(payload.get("text")))
-            turn.specialist = turn.specialist or event.metadata.specialist
-            turn.adapter_version = turn.adapter_version or event.metadata.adapter_version
-            turn.model = _str(payload.get("model")) or turn.model
-            tokens = payload.get("tokens")
-            if isinstance(tokens, int) and not isinstance(tokens, bool):
-                turn.tokens = (turn.tokens or 0) + tokens
-    return turns
-
-
-def _turn_json(turn: _Turn, caps: Caps) -> dict[str, Any]:
+def _turn_json(turn: Turn, caps: Caps) -> dict[str, Any]:
     return {
         "user_seq": turn.user_seq,
         "user_text": caps.text(turn.user_text),
@@ -178,12 +158,10 @@ def _turn_json(turn: _Turn, caps: Caps) -> dict[str, Any]:
     }
 
 
-def _tool_calls(
-    events: tuple[RecordedEvent, ...], harness: Harness, served_by: str | None, caps: Caps
-) -> list[dict[str, Any]]:
-    results = {_str(e.payload.get("call_id")): e.payload for e in events if e.type == v.TOOL_RESULT}
+def _tool_calls(called: list[RecordedEvent], results: dict[str, dict[str, Any]], harness: Harness,
+                served_by: str | None, caps: Caps) -> list[dict[str, Any]]:
     calls = []
-    for event in (e for e in events if e.type == v.TOOL_CALLED):
+    for event in called:
         call_id, tool = _str(event.payload.get("call_id")), _str(event.payload.get("tool"))
         result = results.get(call_id)
         specialist = event.metadata.specialist or served_by
@@ -204,11 +182,11 @@ def _tool_calls(
     return calls
 
 
-def _feedback(events: tuple[RecordedEvent, ...], caps: Caps) -> dict[str, Any]:
+def _feedback(given: list[RecordedEvent], caps: Caps) -> dict[str, Any]:
     ratings: list[float] = []
     comments: list[str] = []
     up = down = 0
-    for event in (e for e in events if e.type == v.FEEDBACK_GIVEN):
+    for event in given:
         rating, thumbs = event.payload.get("rating"), event.payload.get("thumbs")
         up, down = up + (thumbs == "up"), down + (thumbs == "down")
         number = _number(rating)
@@ -229,9 +207,8 @@ def _feedback(events: tuple[RecordedEvent, ...], caps: Caps) -> dict[str, Any]:
     }
 
 
-def _outcome(events: tuple[RecordedEvent, ...]) -> dict[str, Any]:
-    completed = [e for e in events if e.type == v.EPISODE_COMPLETED]
-    payload = completed[-1].payload if completed else {}
+def _outcome(completed: RecordedEvent | None) -> dict[str, Any]:
+    payload = completed.payload if completed is not None else {}
     outcome, score = payload.get("outcome"), payload.get("score")
     return {
         "outcome": outcome if isinstance(outcome, str) else None,
@@ -239,41 +216,41 @@ def _outcome(events: tuple[RecordedEvent, ...]) -> dict[str, Any]:
     }
 
 
-def _counts(
-    events: tuple[RecordedEvent, ...], turns: list[_Turn], tool_calls: list[dict[str, Any]]
-) -> dict[str, Any]:
-    by_type: dict[str, int] = {}
-    for event in events:
-        by_type[event.type] = by_type.get(event.type, 0) + 1
+def _tool_tallies(called: list[RecordedEvent], results: dict[str, dict[str, Any]], harness: Harness,
+                  served_by: str | None) -> tuple[int, int, int, int]:
+    """The counts of `_tool_calls` (calls, failed, disallowed, unanswered), without copying
+    each call's arguments and output through the caps: only `truncated` sees the caps, and
+    asking for it builds `tool_calls` itself."""
+    errors = disallowed = unanswered = 0
+    for event in called:
+        payload = event.payload
+        result = results.get(_str(payload.get("call_id")))
+        if result is None:
+            unanswered += 1
+        elif result.get("ok") is False:
+            errors += 1
+        if not harness.allows(_str(payload.get("tool")), event.metadata.specialist or served_by):
+            disallowed += 1
+    return len(called), errors, disallowed, unanswered
+
+
+def _counts(events: tuple[RecordedEvent, ...], by_type: dict[str, int], turns: list[Turn],
+            tools: tuple[int, int, int, int]) -> dict[str, Any]:
+    answered = 0
+    for turn in turns:
+        if turn.assistant:
+            answered += 1
     return {
         "events": len(events),
         "turns": len(turns),
-        "answered_turns": sum(1 for t in turns if t.assistant),
-        "tool_calls": len(tool_calls),
-        "tool_errors": sum(1 for c in tool_calls if c["ok"] is False),
-        "tools_disallowed": sum(1 for c in tool_calls if not c["allowed"]),
-        "tools_unanswered": sum(1 for c in tool_calls if not c["has_result"]),
+        "answered_turns": answered,
+        "tool_calls": tools[0],
+        "tool_errors": tools[1],
+        "tools_disallowed": tools[2],
+        "tools_unanswered": tools[3],
         "feedback": by_type.get(v.FEEDBACK_GIVEN, 0),
         "by_type": by_type,
     }
-
-
-def _served_by(events: tuple[RecordedEvent, ...]) -> str | None:
-    """The specialist that served last: the latest routing decision, else event metadata."""
-    routed = _last(_str(e.payload.get("specialist")) or None for e in events if e.type == v.ROUTE_DECIDED)
-    return routed or _last(_specialist(e) for e in events)
-
-
-def _specialist(event: RecordedEvent) -> str | None:
-    if event.type == v.ROUTE_DECIDED:
-        return _str(event.payload.get("specialist")) or event.metadata.specialist
-    return event.metadata.specialist
-
-
-def _adapter_version(event: RecordedEvent) -> str | None:
-    if event.type == v.ROUTE_DECIDED:
-        return _str(event.payload.get("adapter_version")) or event.metadata.adapter_version
-    return event.metadata.adapter_version
 
 
 def _duration(events: tuple[RecordedEvent, ...]) -> float | None:
@@ -296,20 +273,4 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _last(values: Any) -> Any:
-    found = None
-    for value in values:
-        found = value if value is not None else found
-    return found
-
-
-def _distinct(values: Any) -> list[str]:
-    seen: list[str] = []
-    for value in values:
-        if value is not None and value not in seen:
-            seen.append(value)
-    return seen
+_str = text_of

@@ -273,6 +273,8 @@ def as_score(value: Any | EvaluationError, item: str) -> float | EvaluationError
     Out-of-range values are errors, not clamped: a criterion that yields 3.0 is a broken
     rubric, and clamping would hide it inside plausible-looking rewards.
     """
+    if type(value) is float and 0.0 <= value <= 1.0:
+        return value  # the common case, decided at once (a NaN or infinity fails the range)
     if isinstance(value, EvaluationError):
         return _named(value, item)
     if isinstance(value, bool) or not isinstance(value, int | float):

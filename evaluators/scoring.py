@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from contract.evaluate import CompiledContract, Evaluation, evaluate_subject, split_for
@@ -15,21 +15,26 @@ from evaluators.model import RewardRecord, VersionRef, failed_reward, reward_for
 log = logging.getLogger(__name__)
 
 
+# Input variables read here and by the reward records (model.reward_for), beside those
+# the contract engine reads (CompiledContract.reads).
+EVALUATOR_READS = frozenset({"specialist", "adapter_version"})
+
+
 @dataclass(frozen=True)
 class ScoringVersion:
     """A contract version compiled once, ready to judge many subjects."""
 
     ref: VersionRef
     compiled: CompiledContract
+    # The input variables to build for it: the engine's and the reward's (see `evaluate`).
+    needed: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "needed", self.compiled.reads | EVALUATOR_READS)
 
     @property
     def subject_kind(self) -> str:
         return self.compiled.document.evaluation.subject
-
-
-# Input variables read here and by the reward records (model.reward_for), beside those
-# the contract engine reads (CompiledContract.reads).
-EVALUATOR_READS = frozenset({"specialist", "adapter_version"})
 
 
 def evaluate(subject: Subject, version: ScoringVersion,
@@ -43,7 +48,7 @@ def evaluate(subject: Subject, version: ScoringVersion,
     """
     harness = version.compiled.document.harness
     cache = inputs if inputs is not None else {}
-    needed = version.compiled.reads | EVALUATOR_READS
+    needed = version.needed
     subject_input = cache.get(id(harness))
     if subject_input is None or not needed <= subject_input.keys():
         if subject_input is not None:

@@ -142,3 +142,33 @@ def test_flattened_or_not_the_value_and_the_error_are_the_same(counts: object) -
     variables = {"counts": counts}
     assert evaluate(compiled, variables) == evaluate(metered(compiled), variables)
     assert evaluate(compiled, variables) == evaluate(replace(compiled, flat=None), variables)
+
+
+def _units(value: object) -> int:
+    """value_units written plainly: a node each, a unit per 64 characters, recursively."""
+    if isinstance(value, str | bytes):
+        return 1 + len(value) // 64
+    if isinstance(value, dict):
+        return 1 + len(value) + sum(_units(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return 1 + sum(_units(v) for v in value)
+    return 1
+
+
+def test_value_units_counts_every_node_of_random_values() -> None:
+    import random
+
+    rng = random.Random(7)
+
+    def made(depth: int = 0) -> object:
+        pick = rng.random()
+        if depth > 2 or pick < 0.6:
+            return rng.choice([1, 2.5, True, None, "x" * rng.randint(0, 200), b"yy", -0.0])
+        size = rng.choice([0, 1, 3, 8, 70 if depth == 0 else 8])  # (over 64: walked another way)
+        if pick < 0.8:
+            return {str(i): made(depth + 1) for i in range(size)}
+        return [made(depth + 1) for _ in range(size)]
+
+    for _ in range(300):
+        value = made()
+        assert value_units(value) == _units(value)

@@ -26,7 +26,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import String
 
-from evaluators.chain import GENESIS_HASH, chained
+from evaluators.chain import GENESIS_HASH, chained, link_template
 from evaluators.model import RewardRecord, errors_text
 from evaluators.tables import reward_records as rr
 from events.relay_wake import notify_outbox
@@ -46,6 +46,7 @@ def append_rewards(conn: Connection, records: Sequence[RewardRecord]) -> list[Re
     if not records:
         return []
     subject_ids = list({r.subject_id for r in records})
+    templates = [link_template(r) for r in records]  # the chain's work that needs no lock
     # Held until this transaction commits: the next writer reads the head only after
     # our rows are visible, so positions commit in order and without gaps.
     if conn.dialect.driver == "psycopg":
@@ -53,12 +54,12 @@ def append_rewards(conn: Connection, records: Sequence[RewardRecord]) -> list[Re
     else:
         seen, (position, prev_hash) = _locked_reads(conn, subject_ids)
     created: list[RewardRecord] = []
-    for record in records:
+    for record, template in zip(records, templates, strict=True):
         if record.key in seen:
             continue  # redelivery, a restart, a second worker: already judged
         seen.add(record.key)
         position += 1
-        placed = chained(record, position, prev_hash)
+        placed = chained(record, position, prev_hash, template)
         prev_hash = placed.hash or ""
         created.append(placed)
     insert_rows(conn, rr, [to_row(r) for r in created], JSON_COLUMNS)

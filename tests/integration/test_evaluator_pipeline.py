@@ -104,3 +104,42 @@ def test_each_step_reports_the_rewards_its_finished_save_stored(container: Conta
     assert [s.rewards for s in steps] == [0, 2, 2, 2, 2]
     assert positions(container) == list(range(1, 9))
     assert checkpoint(container) == 4 * CONVERSATION
+
+
+def test_a_batch_read_ahead_is_dropped_at_a_stop_and_read_again(container: Container) -> None:
+    worker = container.evaluator(batch_size=CONVERSATION)
+    assert [worker.poll_once(0.1).events for _ in range(2)] == [CONVERSATION] * 2
+    assert worker.finish() == 2  # the second batch's save; the third, read ahead, dropped
+    assert checkpoint(container) == 2 * CONVERSATION
+    assert worker.reader.position == first(container) + 2 * CONVERSATION - 1  # type: ignore[attr-defined]
+
+    totals = worker.drain(timeout=60)  # the same worker reads the dropped batch again
+    assert (totals.events, totals.rewards) == (2 * CONVERSATION, 4)
+    assert positions(container) == list(range(1, 9))
+    assert checkpoint(container) == 4 * CONVERSATION
+
+
+def test_a_failed_read_ahead_is_raised_at_the_next_poll_and_nothing_is_skipped(
+        container: Container) -> None:
+    worker = container.evaluator(batch_size=CONVERSATION)
+    store = worker.reader.store  # type: ignore[attr-defined]
+    real_read, third = store.read_all, first(container) + 2 * CONVERSATION - 1
+
+    def third_fails(after: int, *args: object, **kwargs: object) -> object:
+        if after == third:
+            raise RuntimeError("reading the third batch fails")
+        return real_read(after, *args, **kwargs)
+
+    store.read_all = third_fails
+    worker.poll_once(0.1)
+    worker.poll_once(0.1)  # the third batch is read ahead meanwhile, and fails
+    with pytest.raises(RuntimeError, match="third batch"):
+        worker.poll_once(0.1)
+    assert worker.reader.position == third  # type: ignore[attr-defined]
+    assert worker.finish() == 2  # the second batch's save, still in flight, is kept
+    assert checkpoint(container) == 2 * CONVERSATION
+
+    store.read_all = real_read
+    assert worker.drain(timeout=60).rewards == 4
+    assert positions(container) == list(range(1, 9))
+    assert checkpoint(container) == 4 * CONVERSATION

@@ -5,8 +5,7 @@ batch closes, score each under every version that applies, store the rewards in 
 transaction, and commit the consumer position with them (database log) or after them
 (Kafka). With the database log the save runs in the background while the worker reads
 and scores the next batch (evaluators/saving.py: one save in flight, each with its own
-batch's position, a failure stops the worker before any later batch is saved), and the
-batch after it is read ahead meanwhile (evaluators/read_ahead.py). The Kafka
+batch's position, a failure stops the worker before any later batch is saved). The Kafka
 reader stays sequential: its consumer is not thread-safe, and a rebalance in the next
 poll would change which partitions a pending batch's offsets may be committed to.
 Publishing a version (an event in the same log) starts its re-evaluation of
@@ -44,7 +43,6 @@ from sqlalchemy.exc import DBAPIError
 from contract.versions import ContractVersions, VersionConflict, VersionNotFound, contract_stream
 from evaluators.active import ActiveContracts
 from evaluators.model import RewardRecord
-from evaluators.read_ahead import ReadAhead
 from evaluators.reevaluation import Job, Reevaluations
 from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
@@ -106,8 +104,6 @@ class Evaluator:
         self.active = ActiveContracts(contracts, subject_budget_s)
         self.subjects = SubjectReader(store)
         self.saves = BackgroundSave(0)  # the database reader's batches (see _store)
-        # The database reader's next batch, read while this one is scored.
-        self.ahead = ReadAhead(reader, batch_size) if isinstance(reader, DatabaseLogReader) else None
         self._next_jobs_look = 0.0  # monotonic time; 0: look at the first step
         self._next_refresh = 0.0  # when the active versions are read again regardless
 
@@ -118,7 +114,7 @@ class Evaluator:
         is left running in the background; the next step collects it, an empty poll too,
         so a worker that found nothing new has everything it scored saved.
         """
-        events, position = self._poll(timeout)
+        events = self.reader.poll(self.batch_size, timeout)
         try:
             if not events:
                 return StepResult(rewards=self.saves.wait())
@@ -127,7 +123,7 @@ class Evaluator:
             scored = score_subjects(subjects, versions)
             # Before the position can commit: a publication's job must not be skipped.
             started = tuple(self._start_jobs(events))
-            stored = self._store(scored, position)
+            stored = self._store(scored)
         except BaseException:
             self._abandon()
             raise
@@ -135,27 +131,18 @@ class Evaluator:
             self.reader.commit()  # only now: every reward of the batch is durable
         return StepResult(len(events), len(subjects), stored, started)
 
-    def _poll(self, timeout: float) -> tuple[list[RecordedEvent], int]:
-        """The next batch and the database reader's position right after it (0 for other
-        readers, which commit on their own)."""
-        if self.ahead is not None:
-            return self.ahead.poll(timeout)
-        events = self.reader.poll(self.batch_size, timeout)
-        return events, self.reader.position if isinstance(self.reader, DatabaseLogReader) else 0
-
-    def _store(self, records: list[RewardRecord], position: int) -> int:
+    def _store(self, records: list[RewardRecord]) -> int:
         """Store a batch's rewards; the number of rewards newly stored by this call.
 
         The database reader's position commits in the rewards' transaction, which runs in
         the background: first the previous batch's save is collected (durable now, or its
         error raised here, before this batch is handed over), then this batch's starts
-        with ``position``, the one this batch reached (the reader may be past it: the
-        next batch is read ahead). Other readers: stored here and now.
+        with the position this batch reached. Other readers: stored here and now.
         """
         if not isinstance(self.reader, DatabaseLogReader):
             return len(self.rewards.record(records))
         stored = self.saves.wait()
-        reader = self.reader
+        reader, position = self.reader, self.reader.position
         self.saves.submit(lambda: self._save(reader, records, position))
         return stored
 
@@ -164,12 +151,10 @@ class Evaluator:
             return len(self.rewards.record(records, conn))
 
     def _abandon(self) -> None:
-        """After a failure: drop the batch read ahead, let the save in flight end (it
-        commits its batch with its position, or nothing), then go back to the last
-        committed position: what was polled after it comes again."""
+        """After a failure: let the save in flight end (it commits its batch with its
+        position, or nothing), then go back to the last committed position: what was
+        polled after it comes again."""
         try:
-            if self.ahead is not None:
-                self.ahead.drop()
             self.saves.wait()
         except Exception as exc:  # noqa: BLE001 (the failure being raised says more)
             log.warning("the batch being saved was not stored either (%s); it comes again", exc)
@@ -177,19 +162,13 @@ class Evaluator:
             self.reader.rewind()
 
     def finish(self) -> int:
-        """Wait for the save in flight (if any): the rewards it stored. A batch read ahead
-        is dropped, and the reader goes back to the last committed position (where the
-        saves got to: the dropped batch comes again); so does a failed save, raised."""
-        if self.ahead is not None:
-            self.ahead.drop()
+        """Wait for the save in flight (if any): the rewards it stored. On failure the
+        reader goes back to the last committed position and the error is raised."""
         try:
-            stored = self.saves.wait()
+            return self.saves.wait()
         except BaseException:
             self.reader.rewind()
             raise
-        if self.ahead is not None:
-            self.reader.rewind()
-        return stored
 
     def _versions(self, events: Sequence[RecordedEvent]) -> list[ScoringVersion]:
         """The active versions, read again unless nothing can have changed them.

@@ -179,8 +179,8 @@ class Reevaluations:
             raise
         finally:
             saves.close()
-        if pending is not None and on_progress is not None:
-            on_progress(pending)
+        if job is not None and on_progress is not None:
+            on_progress(job)  # as the last chunk left it, or as found when there was none
         return job
 
     def _advance(self, job_id: str) -> Job | None:

@@ -52,6 +52,9 @@ def test_a_run_commits_every_chunk_in_order_with_its_progress(container: Contain
     assert seen[-1] == (done.to_position, 2 * CONVERSATIONS) == (done.done_position, done.subjects_scored)
     again = jobs.get(job.job_id)
     assert again is not None and again.to_json() == done.to_json()  # returned as stored
+    reported: list[Job] = []
+    assert jobs.run(job.job_id, on_progress=reported.append).to_json() == done.to_json()
+    assert [j.to_json() for j in reported] == [done.to_json()]  # a finished job: said once
     assert [p for p, _ in stored(container)] == list(range(1, 2 * CONVERSATIONS + 1))
 
 

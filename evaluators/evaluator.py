@@ -103,7 +103,7 @@ class Evaluator:
         self.reader, self.batch_size = reader, batch_size
         self.active = ActiveContracts(contracts, subject_budget_s)
         self.subjects = SubjectReader(store)
-        self.saves = BackgroundSave()  # the database reader's batches (see _store)
+        self.saves = BackgroundSave(0)  # the database reader's batches (see _store)
         self._next_jobs_look = 0.0  # monotonic time; 0: look at the first step
         self._next_refresh = 0.0  # when the active versions are read again regardless
 

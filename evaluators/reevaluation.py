@@ -10,7 +10,9 @@ version) is enforced by the reward store.
 
 Work goes in chunks of positions. Each chunk's rewards and the job's new
 ``done_position`` commit in one transaction, so a restart resumes exactly where the
-last chunk ended, and progress (done/to) is always what is durable. A chunk commits only
+last chunk ended, and progress (done/to) is always what is durable. ``run`` saves each
+chunk in the background while it reads and scores the next (one save in flight, in
+order, as the live worker saves its batches: evaluators/saving.py). A chunk commits only
 if ``done_position`` is still what it was read as, so any number of evaluator processes
 and a CLI run can share one job without scoring a chunk twice; on PostgreSQL an advisory
 lock per job also keeps them from computing the same chunk in parallel.
@@ -19,12 +21,12 @@ lock per job also keeps them from computing the same chunk in parallel.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
 
 from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -35,49 +37,19 @@ from contract.problems import ContractInvalid
 from contract.rubric import ExpressionError
 from contract.versions import PUBLISHED, ContractVersions, VersionConflict
 from evaluators.active import compile_version
-from evaluators.model import RewardRecord
+from evaluators.reevaluation_model import Chunk, Job, Tally, job_of_row
 from evaluators.rewards import RewardStore
+from evaluators.saving import BackgroundSave
 from evaluators.scoring import ScoringVersion, score_subjects
 from evaluators.subjects import SubjectReader
 from evaluators.tables import reevaluations as jobs
 from events.store import EventStore
-from kernel.clock import utc
 from kernel.db import is_postgres
+
+log = logging.getLogger(__name__)
 
 RUNNING, SUCCEEDED, DEGRADED, FAILED = "running", "succeeded", "degraded", "failed"
 JOB_LOCK_CLASS = 0x48435052  # "HCPR": the class half of the two-key advisory lock of a job
-
-
-@dataclass(frozen=True)
-class Job:
-    job_id: str
-    contract_name: str
-    contract_version: int
-    from_position: int
-    to_position: int
-    done_position: int
-    subjects_scored: int  # applicable and scored
-    subjects_errored: int  # applicable, but the rubric failed: a reward with errors, no score
-    subjects_skipped: int  # closed in range, but the version does not apply to them
-    status: str
-    error: str | None
-    started_at: datetime
-    updated_at: datetime
-
-    @property
-    def progress(self) -> float:
-        """Share of the job's positions done, 0..1."""
-        total = self.to_position - self.from_position + 1
-        if total <= 0:
-            return 1.0
-        return min(1.0, max(0.0, (self.done_position - self.from_position + 1) / total))
-
-    def to_json(self) -> dict[str, Any]:
-        body = {key: getattr(self, key) for key in self.__dataclass_fields__}
-        body["started_at"] = utc(self.started_at).isoformat()
-        body["updated_at"] = utc(self.updated_at).isoformat()
-        body["progress"] = round(self.progress, 4)
-        return body
 
 
 class Reevaluations:
@@ -121,7 +93,7 @@ class Reevaluations:
             found_row = conn.execute(select(jobs).where(
                 jobs.c.contract_name == name, jobs.c.contract_version == version,
                 jobs.c.from_position == from_position)).one()
-        return _job(found_row), created == 1
+        return job_of_row(found_row), created == 1
 
     def jobs(self, name: str | None = None, version: int | None = None,
              status: str | None = None) -> list[Job]:
@@ -131,12 +103,12 @@ class Reevaluations:
             if value is not None:
                 query = query.where(column == value)
         with self.engine.connect() as conn:
-            return [_job(row) for row in conn.execute(query)]
+            return [job_of_row(row) for row in conn.execute(query)]
 
     def get(self, job_id: str) -> Job | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(jobs).where(jobs.c.job_id == job_id)).first()
-        return _job(row) if row else None
+        return job_of_row(row) if row else None
 
     def step(self, job_id: str | None = None) -> Job | None:
         """Advance one chunk of ``job_id`` (or of the oldest running job nobody else is
@@ -156,40 +128,87 @@ class Reevaluations:
 
     def run(self, job_id: str, on_progress: Callable[[Job], None] | None = None,
             idle: float = 0.2) -> Job:
-        """Advance ``job_id`` until it is finished, whoever else is working on it."""
+        """Advance ``job_id`` until it is finished, whoever else is working on it. While
+        this process holds the job, each chunk's save runs in the background while the
+        next chunk is read and scored (``_advance_held``)."""
         while True:
-            stepped = self.step(job_id)
-            job = stepped or self.get(job_id)
+            held = self._run_held(job_id, on_progress)
+            job = held or self.get(job_id)
             if job is None:
                 raise LookupError(f"re-evaluation job {job_id} does not exist")
-            if on_progress is not None:
+            if held is None and on_progress is not None:
                 on_progress(job)
             if job.status != RUNNING:
                 return job
-            if stepped is None:
+            if held is None:
                 time.sleep(idle)  # another process is advancing this chunk; wait for it
+
+    def _run_held(self, job_id: str, on_progress: Callable[[Job], None] | None) -> Job | None:
+        """Chunks of ``job_id`` under its lock; None when another process holds it."""
+        with self.engine.connect() as guard:
+            if not _try_lock(guard, job_id):
+                return None
+            try:
+                return self._advance_held(job_id, on_progress)
+            finally:
+                _unlock(guard, job_id)
+
+    def _advance_held(self, job_id: str, on_progress: Callable[[Job], None] | None) -> Job | None:
+        """Chunk after chunk (the lock held), each one's rewards and progress committing in
+        the background while the next is read and scored (evaluators/saving.py): one save
+        in flight, each conditional on the progress the one before leaves, so chunks
+        commit in order or not at all; a save that finds the job moved (another process,
+        SQLite has no lock) ends the run here with the job as stored. The job as the last
+        save left it."""
+        job = self.get(job_id)  # under the lock: another process may have moved it
+        saves: BackgroundSave[bool] = BackgroundSave(True)
+        pending: Job | None = None  # the job as the save in flight leaves it
+        try:
+            while job is not None and job.status == RUNNING:
+                chunk = self._chunk(job)
+                if not saves.wait():
+                    return self.get(job_id)
+                if pending is not None and on_progress is not None:
+                    on_progress(pending)
+                saves.submit(partial(self._commit, job, chunk))
+                job = pending = chunk.after(job)
+            if not saves.wait():
+                return self.get(job_id)
+        except BaseException:
+            _collect(saves)
+            raise
+        finally:
+            saves.close()
+        if job is not None and on_progress is not None:
+            on_progress(job)  # as the last chunk left it, or as found when there was none
+        return job
 
     def _advance(self, job_id: str) -> Job | None:
         job = self.get(job_id)  # re-read under the lock: another process may have moved it
         if job is None or job.status != RUNNING:
             return job
+        chunk = self._chunk(job)
+        return chunk.after(job) if self._commit(job, chunk) else self.get(job.job_id)
+
+    def _chunk(self, job: Job) -> Chunk:
+        """The next chunk of a running job, read and scored: its rewards and the job's
+        progress after it."""
         try:
             version = self._version(job.contract_name, job.contract_version)
         except (ContractInvalid, ExpressionError) as exc:  # would fail the same way forever
             counts = Tally(job.subjects_scored, job.subjects_errored, job.subjects_skipped)
-            return self._save(job, job.done_position, FAILED, f"{type(exc).__name__}: {exc}", [],
-                              counts)
+            return Chunk.of(job.done_position, FAILED, f"{type(exc).__name__}: {exc}", [], counts)
         upto = min(job.done_position + self.chunk_positions, job.to_position)
         # Read and score outside the write transaction: SQLite allows one writer, and the
-        # reads would queue behind it; the conditional update below keeps the result exact.
+        # reads would queue behind it; the conditional update keeps the result exact.
         events = self.store.read_all(job.done_position, upto - job.done_position)
         subjects = self.subjects.closed_by(events, {version.subject_kind})
         records = score_subjects(subjects, [version])
         tally = Tally.of(job, len(subjects), records)
         if upto < job.to_position:
-            return self._save(job, upto, RUNNING, job.error or tally.sample, records, tally)
+            return Chunk.of(upto, RUNNING, job.error or tally.sample, records, tally)
         status, error = self._verdict(tally, job.error or tally.sample)
-        return self._save(job, upto, status, error, records, tally)
+        return Chunk.of(upto, status, error, records, tally)
 
     def _verdict(self, tally: Tally, sample: str | None) -> tuple[str, str | None]:
         """Failed when errors dominate the applicable subjects, degraded above the
@@ -205,22 +224,18 @@ class Reevaluations:
             return DEGRADED, summary
         return SUCCEEDED, summary
 
-    def _save(self, job: Job, done: int, status: str, error: str | None,
-              records: list[RewardRecord], tally: Tally) -> Job | None:
-        values = {"done_position": done, "subjects_scored": tally.scored,
-                  "subjects_errored": tally.errored, "subjects_skipped": tally.skipped,
-                  "status": status, "error": error, "updated_at": datetime.now(UTC)}
+    def _commit(self, job: Job, chunk: Chunk) -> bool:
+        """The chunk's rewards and progress in one transaction, only if nobody advanced the
+        job since ``job`` was read (the lock makes that rare; SQLite has no such lock)."""
         with self.engine.connect() as conn, conn.begin() as transaction:
-            # Only if nobody advanced the job since it was read (the lock makes that rare;
-            # SQLite has no such lock): then this chunk's rewards and progress commit together.
             moved = conn.execute(jobs.update().where(
                 jobs.c.job_id == job.job_id, jobs.c.done_position == job.done_position,
-                jobs.c.status == RUNNING).values(**values)).rowcount
+                jobs.c.status == RUNNING).values(**chunk.values)).rowcount
             if moved != 1:
                 transaction.rollback()
-                return self.get(job.job_id)
-            self.rewards.record(records, conn)
-        return Job(**{**job.__dict__, **values})
+                return False
+            self.rewards.record(chunk.records, conn)
+        return True
 
     def _version(self, name: str, version: int) -> ScoringVersion:
         key = (name, version)
@@ -230,23 +245,12 @@ class Reevaluations:
         return self._compiled[key]
 
 
-@dataclass(frozen=True)
-class Tally:
-    """A job's running counts, with one error message to show why."""
-
-    scored: int = 0
-    errored: int = 0
-    skipped: int = 0
-    sample: str | None = None
-
-    @classmethod
-    def of(cls, job: Job, closed: int, records: list[RewardRecord]) -> Tally:
-        errored = [r for r in records if r.errors]
-        first = errored[0].errors[0] if errored else None
-        sample = f"{first.get('item')}: {first.get('message')}" if first else None
-        return cls(job.subjects_scored + len(records) - len(errored),
-                   job.subjects_errored + len(errored),
-                   job.subjects_skipped + closed - len(records), sample)
+def _collect(saves: BackgroundSave[bool]) -> None:
+    """After a failure: let the save in flight end (it commits its chunk or nothing)."""
+    try:
+        saves.wait()
+    except Exception as exc:  # noqa: BLE001 (the failure being raised says more)
+        log.warning("the re-evaluation chunk being saved was not stored either (%s)", exc)
 
 
 def _lock_key(job_id: str) -> int:
@@ -268,8 +272,3 @@ def _unlock(conn: Connection, job_id: str) -> None:
         conn.execute(text("SELECT pg_advisory_unlock(:c, :k)"),
                      {"c": JOB_LOCK_CLASS, "k": _lock_key(job_id)})
         conn.commit()
-
-
-def _job(row: Any) -> Job:
-    mapping = row._mapping
-    return Job(**{key: mapping[key] for key in Job.__dataclass_fields__})

@@ -12,8 +12,10 @@ Two rules shape ``append_rewards``:
   the skipped row would already own a position and leave a gap. The UNIQUE constraint
   stays as the last line of defence against a writer that bypasses this module.
 
-On psycopg the lock and the two reads it guards (which of the subjects are stored, the
-chain head) go in one pipelined round trip, and the rows in one COPY.
+On psycopg the lock, the two reads it guards (which of the subjects are stored, the chain
+head) and the relay's wake-up go in one pipelined round trip, and the rows in one COPY.
+The chain's canonical bytes are written before the lock is taken, all but the position
+(evaluators/chain.py ``link_template``).
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import String
 
-from evaluators.chain import GENESIS_HASH, chained
+from evaluators.chain import GENESIS_HASH, chained, link_template
 from evaluators.model import RewardRecord, errors_text
 from evaluators.tables import reward_records as rr
-from events.relay_wake import notify_outbox
+from events.relay_wake import NOTIFY_STATEMENT, notify_outbox
 from kernel.clock import utc
 from kernel.db import is_postgres
-from kernel.sql import insert_rows, lock_writers, pipelined
+from kernel.sql import insert_rows, lock_writers, pipelined, text_array
 
 REWARD_LOCK_KEY = 0x484350525744  # "HCPRWD"; the event log uses "HCPLOG"
 JSON_COLUMNS = frozenset({"event_ids", "components", "gates"})
@@ -46,34 +48,39 @@ def append_rewards(conn: Connection, records: Sequence[RewardRecord]) -> list[Re
     if not records:
         return []
     subject_ids = list({r.subject_id for r in records})
+    templates = [link_template(r) for r in records]  # the chain's work that needs no lock
     # Held until this transaction commits: the next writer reads the head only after
     # our rows are visible, so positions commit in order and without gaps.
-    if conn.dialect.driver == "psycopg":
+    pipelined_reads = conn.dialect.driver == "psycopg"
+    if pipelined_reads:
         seen, (position, prev_hash) = _locked_reads_pipelined(conn, subject_ids)
     else:
         seen, (position, prev_hash) = _locked_reads(conn, subject_ids)
     created: list[RewardRecord] = []
-    for record in records:
+    for record, template in zip(records, templates, strict=True):
         if record.key in seen:
             continue  # redelivery, a restart, a second worker: already judged
         seen.add(record.key)
         position += 1
-        placed = chained(record, position, prev_hash)
+        placed = chained(record, position, prev_hash, template)
         prev_hash = placed.hash or ""
         created.append(placed)
     insert_rows(conn, rr, [to_row(r) for r in created], JSON_COLUMNS)
-    if created:
+    if created and not pipelined_reads:  # (psycopg: sent with the locked reads)
         notify_outbox(conn)  # the relay publishes them on commit, not at its next poll
     return created
 
 
 def _locked_reads_pipelined(conn: Connection, subject_ids: list[str]) -> tuple[Keys, tuple[int, str]]:
     """The lock, the stored keys of these subjects and the chain head, in one round trip
-    (each statement still reads after the lock is held)."""
-    _, stored, head = pipelined(conn, [
+    (each statement still reads after the lock is held); the ids as one array literal.
+    The relay's wake-up rides along: it is delivered on commit, and a transaction that
+    stores nothing new (a redelivery) only costs the relay a read that finds nothing."""
+    _, stored, head, _ = pipelined(conn, [
         ("SELECT pg_advisory_xact_lock(%s)", (REWARD_LOCK_KEY,)),
-        (_STORED_KEYS, (subject_ids,)),
+        (_STORED_KEYS, (text_array(subject_ids),)),
         (_CHAIN_HEAD, None),
+        NOTIFY_STATEMENT,
     ])
     return _keys(stored), (int(head[0][0]), str(head[0][1])) if head else (0, GENESIS_HASH)
 
@@ -101,17 +108,12 @@ _CHAIN_HEAD = "SELECT position, hash FROM reward_records ORDER BY position DESC 
 
 
 def to_row(record: RewardRecord) -> dict[str, Any]:
-    """The row of a record as ``insert_rows`` takes it (JSON columns as objects)."""
-    return {
-        "position": record.position, "reward_id": record.reward_id, "subject_id": record.subject_id,
-        "subject_kind": record.subject_kind, "stream_id": record.stream_id,
-        "first_position": record.first_position, "last_position": record.last_position,
-        "event_ids": list(record.event_ids), "contract_name": record.contract_name,
-        "contract_version": record.contract_version, "contract_hash": record.contract_hash,
-        "evaluator_version": record.evaluator_version, "score": record.score,
-        "components": dict(record.components), "gates": dict(record.gates), "split": record.split,
-        "specialist": record.specialist, "adapter_version": record.adapter_version,
-        "eligible": record.eligible, "error": errors_text(record.errors),
-        "created_at": utc(record.created_at), "tenant": record.tenant,
-        "prev_hash": record.prev_hash, "hash": record.hash,
-    }
+    """The row of a record as ``insert_rows`` takes it (JSON columns as objects): its
+    fields, which are the columns by name but for ``errors`` (the ``error`` text), copied
+    at once rather than read one by one (one row per reward stored)."""
+    row = record.__dict__.copy()
+    row["event_ids"] = list(record.event_ids)
+    row["components"], row["gates"] = dict(record.components), dict(record.gates)
+    row["error"] = errors_text(row.pop("errors"))
+    row["created_at"] = utc(record.created_at)
+    return row

@@ -11,12 +11,14 @@ from contextlib import contextmanager
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from evaluators.rewards import RewardStore
 from events.checkpoints import Checkpoints
 from events.relay import EventsFeed, OutboxMessage, RelayLoop
 from events.relay_wake import OutboxWaker
 from events.sql_store import SqlEventStore
 from kernel.db import make_engine
 from tests.integration.conftest import append_many, new_event
+from tests.integration.test_reward_chain import reward, seed_contract_row
 
 
 class MemoryPublisher:
@@ -176,4 +178,20 @@ def test_sqlite_has_no_notifications_and_polls(sqlite_url: str) -> None:
     with running(loop):
         append_many(store, streams=1, per_stream=2)
         assert seconds_until(lambda: len(publisher.sent) == 2) < 2.0
+    engine.dispose()
+
+
+def test_only_a_committed_reward_append_notifies(postgres_url: str) -> None:
+    engine = make_engine(postgres_url)
+    seed_contract_row(engine)
+    rewards, never, waker = RewardStore(engine), threading.Event(), OutboxWaker(engine)
+    waker.start()
+    with engine.connect() as conn:
+        transaction = conn.begin()
+        rewards.record([reward("rolled-back")], conn)
+        transaction.rollback()
+    assert not waker.wait(never, 0.3)
+    rewards.record([reward("a"), reward("b")])
+    assert waker.wait(never, 5.0)
+    waker.close()
     engine.dispose()

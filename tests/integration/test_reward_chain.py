@@ -3,12 +3,14 @@ rows stored before migration 0006 chained by it (append-only triggers back after
 
 from __future__ import annotations
 
+import json
 import uuid
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from alembic import command
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
@@ -16,6 +18,7 @@ from evaluators.chain import GENESIS_HASH, SEAL_TYPE, verify_rewards
 from evaluators.model import RewardRecord
 from evaluators.rewards import RewardQuery, RewardStore
 from evaluators.seal import RewardSeals
+from evaluators.tables import reward_records
 from events.sql_store import SqlEventStore
 from hcp import migrate
 from kernel.db import make_engine
@@ -54,6 +57,50 @@ def test_rewards_are_chained_as_they_are_stored(engine: Engine) -> None:
     assert verify_rewards(stored) == (3, [])
     assert rewards.chain_head() == (3, stored[-1].hash)
     assert stored[0].to_json()["hash"] == stored[0].hash  # consumers of hcp.rewards can re-check
+
+
+def varied_rewards() -> list[RewardRecord]:
+    """Records of every shape the store writes: errors, no score, int scores, tiny floats
+    (hashed by json), tenants, text that COPY and array literals must escape."""
+    error = ({"item": "feedback", "message": "no 'rating' ü", "kind": "runtime"},)
+    awkward = ['q"uote', "back\\slash", "tab\tline\n", "{brace,comma}", "NULL", "ünï ✓"]
+    records = []
+    for i, word in enumerate(awkward * 2):
+        base = reward(f"turn:{word}:{i}", score=(0.5, 1, 1e-6, 0.0)[i % 4])
+        records.append(replace(
+            base, tenant=(None, "acme", word)[i % 3], specialist=word if i % 2 else None,
+            components={"quality": i / 7, word: 1e-5 if i % 5 == 0 else 1},
+            gates={} if i % 4 == 0 else {"safe": i % 3 == 0}, event_ids=(f"e{i}", word),
+            created_at=datetime(2026, 3, 1, 10, 0, i, i * 1000 % 2, tzinfo=timezone(timedelta(hours=i % 3))),
+            **({"errors": error, "score": None, "eligible": False} if i % 6 == 5 else {})))
+    return records
+
+
+def test_varied_rewards_are_stored_as_given_and_chained(engine: Engine) -> None:
+    seed_contract_row(engine)
+    rewards, records = RewardStore(engine), varied_rewards()
+    written = rewards.record(records)
+    assert rewards.record(records) == []  # every key found again, awkward ids too
+    stored = all_rewards(rewards)
+    assert [r.to_json() for r in stored] == [r.to_json() for r in written]
+    assert [(r.subject_id, r.errors, r.tenant) for r in stored] == [
+        (r.subject_id, tuple(r.errors), r.tenant) for r in records]
+    assert verify_rewards(stored) == (len(records), [])
+    rr = reward_records.c
+    with engine.connect() as conn:  # the JSON columns hold the driver's json.dumps text
+        texts = conn.execute(select(rr.event_ids, rr.components, rr.gates, rr.error)
+                             .order_by(rr.position)).all()
+    for record, row in zip(records, texts, strict=True):
+        assert tuple(row[:3]) == (list(record.event_ids), dict(record.components), dict(record.gates))
+        errors = [dict(e) for e in record.errors]
+        assert row[3] == (json.dumps(errors, sort_keys=True) if errors else None)
+    if engine.dialect.name == "postgresql":  # json, not jsonb: the text as written
+        with engine.connect() as conn:
+            stored_text = conn.execute(text("SELECT event_ids::text, components::text, gates::text "
+                                            "FROM reward_records ORDER BY position")).all()
+        assert [tuple(t) for t in stored_text] == [
+            (json.dumps(list(r.event_ids)), json.dumps(dict(r.components)), json.dumps(dict(r.gates)))
+            for r in records]
 
 
 def test_seals_carry_the_chain_head_into_the_log(engine: Engine) -> None:

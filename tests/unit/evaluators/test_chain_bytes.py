@@ -1,5 +1,6 @@
 """The reward chain's canonical bytes: orjson where it writes what json writes, json
-otherwise; either way the hash is sha256(prev_hash + canonical_json(content))."""
+otherwise, the position filled into bytes made ahead (``link_template``); either way the
+hash is sha256(prev_hash + canonical_json(content))."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import hashlib
 import math
 import random
 import struct
+import uuid
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from evaluators.chain import canonical_bytes, chained_content, reward_hash
+from evaluators.chain import GENESIS_HASH, chained, chained_content, link_template, reward_hash
 from evaluators.model import RewardRecord
 from evaluators.scoring import score_subject
 from kernel.canonical import canonical_json
@@ -58,8 +61,44 @@ def test_edge_values_hash_as_canonical_json_says(change: dict) -> None:
 
 def test_orjson_is_used_for_plain_records_and_json_for_the_rest() -> None:
     reward = a_reward()
-    content = chained_content(reward, 3)
-    assert canonical_bytes(content, reward) == canonical_json(content).encode()
-    small = replace(reward, score=1e-5)
-    small_content = chained_content(small, 3)
-    assert b"1e-05" in canonical_bytes(small_content, small)  # json's spelling, not 0.00001
+    template = link_template(reward)
+    assert template is not None
+    assert template.canonical(3) == canonical_json(chained_content(reward, 3)).encode()
+    for change in ({"score": 1e-5}, {"components": {"a": math.nan}}, {"gates": {"g": 1}},
+                   {"event_ids": (uuid.uuid4(),)}, {"components": {"x": 2**70}},
+                   {"errors": ({"item": "g", "message": "m", "kind": "type"},), "score": None}):
+        assert link_template(replace(reward, **change)) is None, change
+
+
+@pytest.mark.parametrize("change", [
+    {"components": {"position": 0, "reward_id": 1.0, "gates": 0.5}},  # keys that read like the cut
+    {"gates": {"position": True}}, {"subject_id": ',"position":0,"reward_id":'},
+    {"tenant": '"position":0,"reward_id":"x"'},
+    {"created_at": datetime(2024, 6, 1, 12, 0, tzinfo=UTC)},  # a whole second: .000000
+    {"created_at": datetime(2024, 6, 1, 12, 0, 0, 5, tzinfo=timezone(timedelta(hours=2)))},
+    {"created_at": datetime(9, 1, 2, 3, 4, 5, 600, tzinfo=UTC)},
+    {"reward_id": "not-a-uuid-object"}, {"event_ids": ["a", "b"]}, {"event_ids": ()},
+    {"score": 1}, {"score": 0}, {"score": None}, {"specialist": None, "adapter_version": None},
+    {"contract_version": 2**62}, {"first_position": 2**63 - 1},
+])
+def test_templates_fill_in_to_the_canonical_bytes(change: dict) -> None:
+    record = replace(a_reward(), **change)
+    template = link_template(record)
+    assert template is not None
+    for position in (1, 9, 10**12):
+        assert template.canonical(position) == canonical_json(chained_content(record, position)).encode()
+        assert template.hash("p" * 64, position) == expected_hash("p" * 64, record, position)
+
+
+def test_a_chain_of_random_records_links_as_the_definition_says() -> None:
+    base, draw, start = a_reward(), random.Random(7), datetime(2024, 1, 1, tzinfo=UTC)
+    prev = GENESIS_HASH
+    for position in range(1, 400):
+        record = replace(base, score=draw.choice((None, draw.random(), 1, 1e-6)),
+                         components={draw.choice("abcxyz"): draw.random() for _ in range(draw.randint(0, 4))},
+                         created_at=start + timedelta(microseconds=draw.randint(0, 10**9)),
+                         tenant=draw.choice((None, "acme", "ü")), reward_id=uuid.uuid4())
+        placed = chained(record, position, prev, link_template(record))
+        assert placed.hash == expected_hash(prev, record, position) == chained(record, position, prev).hash
+        assert (placed.position, placed.prev_hash) == (position, prev)
+        prev = placed.hash or ""

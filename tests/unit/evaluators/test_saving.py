@@ -10,7 +10,7 @@ from evaluators.saving import BackgroundSave
 
 
 def test_a_save_runs_in_another_thread_and_wait_returns_its_result() -> None:
-    saves, ran_on = BackgroundSave(), []
+    saves, ran_on = BackgroundSave(0), []
     assert saves.wait() == 0  # nothing in flight
 
     saves.submit(lambda: ran_on.append(threading.current_thread()) or 3)
@@ -20,7 +20,7 @@ def test_a_save_runs_in_another_thread_and_wait_returns_its_result() -> None:
 
 
 def test_a_second_save_is_refused_until_the_first_is_collected() -> None:
-    saves, release = BackgroundSave(), threading.Event()
+    saves, release = BackgroundSave(0), threading.Event()
     saves.submit(lambda: int(release.wait(5)))
     with pytest.raises(RuntimeError, match="in flight"):
         saves.submit(lambda: 0)
@@ -31,7 +31,7 @@ def test_a_second_save_is_refused_until_the_first_is_collected() -> None:
 
 
 def test_a_failed_save_raises_on_wait_once() -> None:
-    saves = BackgroundSave()
+    saves = BackgroundSave(0)
 
     def fail() -> int:
         raise ValueError("the transaction failed")

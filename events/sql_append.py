@@ -34,7 +34,7 @@ from events.store import Appended
 from events.stream_heads import Head, LogHead, StreamHeads
 from events.tables import events as events_table
 from kernel.clock import utcnow
-from kernel.sql import copy_rows, copy_text, insert_few, insert_rows, lock_writers, pipelined
+from kernel.sql import copy_rows, copy_text, insert_few, insert_rows, lock_writers, pipelined, text_array
 
 # Any constant works; it only has to be the same for every writer of this database.
 APPEND_LOCK_KEY = 0x4843504C4F47  # "HCPLOG"
@@ -111,7 +111,7 @@ def _with_known(conn: Connection, known: StreamHeads, log_head: LogHead, streams
     heads = {**(known.known(log_head, streams) or {}), **read}
     missing = [stream for stream in streams if stream not in heads]
     if missing:
-        [found] = pipelined(conn, [(_STREAM_HEADS, (_text_array(missing),))])
+        [found] = pipelined(conn, [(_STREAM_HEADS, (text_array(missing),))])
         heads.update(_heads(missing, found))
     return heads
 
@@ -144,7 +144,7 @@ def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
     lock, up to a switch interval. Stored duplicates (a client's retry) are read whole in
     a second round trip. Arrays go as literals: psycopg's list dumper costs ~4 us per
     element in Python, and a UUID's text has nothing to quote."""
-    reads = (_READS, (_text_array(streams), ids)) if streams else (_READS_KNOWN_STREAMS, (ids,))
+    reads = (_READS, (text_array(streams), ids)) if streams else (_READS_KNOWN_STREAMS, (ids,))
     _, rows = pipelined(conn, [_LOCK_AND_NOTIFY, reads])
     head = [(int(row[2]), str(row[3])) for row in rows if row[0] == _LOG_ROW]
     found = [row[1:] for row in rows if row[0] == _STREAM_ROW]
@@ -174,11 +174,6 @@ def _locked_reads(conn: Connection, ids: list[uuid.UUID], streams: list[str],
 def _heads(streams: list[str], rows: Iterable[Sequence[Any]]) -> Heads:
     found = {row[0]: (int(row[1] or 0), row[2]) for row in rows}
     return {stream: found.get(stream, (0, None)) for stream in streams}
-
-
-def _text_array(texts: list[str]) -> str:
-    """A text[] literal: each element quoted, its quotes and backslashes escaped."""
-    return "{" + ",".join(['"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in texts]) + "}"
 
 
 _EXISTING = f"SELECT {', '.join(COLUMNS)} FROM events WHERE event_id = ANY(%s::uuid[])"  # noqa: S608 (column names)

@@ -55,7 +55,7 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
 def _warn_if_cores_are_few(workers: int) -> None:
     """More API processes than cores only compete: each groups only its own requests into
     a commit, and their commits queue on the log's writer lock. Up to one per core they
-    help (on 2 cores, 2 processes posted 1.2-1.5x one's events/s: docs/scaling.md)."""
+    help (on 2 cores, 2 processes posted 1.25-1.46x one's events/s: docs/scaling.md)."""
     cores = os.cpu_count() or 1
     if workers > cores:
         typer.echo(f"warning: {workers} API processes on {cores} cores: they compete with each "

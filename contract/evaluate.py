@@ -46,8 +46,10 @@ class CompiledContract:
     items: CompiledExpression | None = None  # criteria then gates as one program (_run_items)
     reads: frozenset[str] = frozenset(INPUT_VARIABLES)  # the input variables judging reads
     weights: Mapping[str, float] | None = None  # criterion id -> weight (None: read from document)
-    # Eligibility by (score, its sign, split), when that is all the expression reads (_eligibility).
-    eligible_memo: dict[tuple[float, float, str], bool] | None = None
+    # Eligibility by (score, its sign, split), when that is all the expression reads
+    # (_eligibility): a cache, so not part of the compiled contract's value or repr.
+    eligible_memo: dict[tuple[float, float, str], bool] | None = field(default=None, compare=False,
+                                                                        repr=False)
 
     @property
     def expressions(self) -> list[CompiledExpression]:

@@ -2,14 +2,17 @@
 against the ceiling of reading those events and bulk-inserting as many reward rows; and
 the rate of re-evaluating that history under a newly published version.
 
-    .venv/bin/python bench/evaluate.py [--events 100000] [--repeats 3] [--batch N] [--sqlite]
+    .venv/bin/python bench/evaluate.py [--events 100000] [--repeats 3] [--processes 1 2]
+                                       [--batch N] [--sqlite]
 
 Needs PostgreSQL (scripts/services.sh up) unless --sqlite. It creates a throw-away
 database, writes N events (three-turn conversations with routing, tool calls and
 feedback) and prints:
 
 * evaluator: the embedded worker (database log, one process) from the first poll until
-  every subject is scored and committed: rewards/s and events/s;
+  every subject is scored and committed: rewards/s and events/s; and, in runs of their own,
+  as many processes as cores, each reading a share of the log (`hcp evaluator
+  --processes N`), from when all are built until the last has drained its share;
 * ceiling: in the same run, reading the same N events from the store and COPYing the same
   number of reward rows into a bare table shaped like reward_records (no keys, no
   triggers, no scoring); and the ratio;
@@ -23,6 +26,7 @@ feedback) and prints:
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import statistics
 import tempfile
@@ -31,19 +35,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from scratch import fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy import Column, MetaData, Table
 from sqlalchemy.engine import Engine
 
 from evaluators import evaluator as worker_module
-from evaluators.evaluator import DEFAULT_BATCH
+from evaluators.evaluator import DEFAULT_BATCH, Totals
 from evaluators.model import reward_id_for
 from evaluators.reevaluation import Reevaluations
 from evaluators.reward_writes import JSON_COLUMNS, to_row
 from evaluators.rewards import RewardQuery, RewardStore
 from evaluators.tables import reward_records
 from events.feed import DatabaseLogReader
+from events.log_share import LogShare
 from events.model import EventMetadata, NewEvent
 from hcp import migrate
 from hcp.bootstrap import Container
@@ -109,15 +115,25 @@ eligible = "score >= 0.6"
 def main() -> None:
     args = parse_args()
     scoring = Stopwatch(worker_module, "score_subjects")
-    runs = [run_once(args, scoring) for _ in range(args.repeats)]
-    if len(runs) > 1:
-        live, history = (statistics.median(r) for r in zip(*runs, strict=True))
-        print(f"median of {len(runs)} runs: ratio {live:.3f}, re-evaluation ratio {history:.3f}")
+    ratios: dict[int, list[float]] = {n: [] for n in args.processes}
+    history: list[float] = []
+    for _ in range(args.repeats):
+        for processes in args.processes:
+            live, rescored = run_once(args, scoring, processes)
+            ratios[processes].append(live)
+            if rescored is not None:
+                history.append(rescored)
+    if args.repeats > 1:
+        for processes, found in ratios.items():
+            print(f"median of {len(found)} runs, {_processes(processes)}: "
+                  f"ratio {statistics.median(found):.3f}")
+        if history:
+            print(f"median of {len(history)} runs, re-evaluation: ratio {statistics.median(history):.3f}")
 
 
-def run_once(args: argparse.Namespace, scoring: Stopwatch) -> tuple[float, float]:
-    """One run on a fresh database: the evaluator's ratio to the ceiling, and the
-    re-evaluation's."""
+def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tuple[float, float | None]:
+    """One run on a fresh database: the ratio to the ceiling of ``processes`` evaluator
+    processes, and (with one) the re-evaluation's."""
     with database(args) as url:
         engine = make_engine(url)
         container = Container(Settings(database_url=url, kafka_bootstrap=""), engine)
@@ -130,22 +146,24 @@ def run_once(args: argparse.Namespace, scoring: Stopwatch) -> tuple[float, float
         print(f"log:          {events:,} events")
         warm_up(container)
 
-        worker = container.evaluator("bench", args.batch,
-                           reader=DatabaseLogReader(engine, container.store, "bench"))
-        settle_garbage_collector()  # as `hcp evaluator` does once its worker is built
-        scoring.seconds = 0.0
-        started = time.perf_counter()
-        totals = worker.drain(timeout=3600)
-        seconds = time.perf_counter() - started
+        if processes == 1:
+            totals, seconds, engine_seconds = drain_here(container, args.batch, scoring)
+        else:
+            engine.dispose()  # (the processes are forked: none may share a connection)
+            totals, seconds, engine_seconds = drain_in_processes(url, args.batch, processes)
         rate = totals.rewards / seconds
-        print(f"evaluator:    {totals.rewards:,} rewards from {totals.events:,} events in "
-              f"{seconds:.2f} s = {rate:,.0f} rewards/s, {totals.events / seconds:,.0f} events/s "
-              f"({scoring.seconds / seconds:.0%} of it in the contract engine: inputs and CEL)")
+        print(f"evaluator, {_processes(processes)}: {totals.rewards:,} rewards from "
+              f"{totals.events:,} events in {seconds:.2f} s = {rate:,.0f} rewards/s, "
+              f"{totals.events / seconds:,.0f} events/s ({engine_seconds / seconds / processes:.0%} "
+              f"of it in the contract engine: inputs and CEL)")
 
         ceiling = ceiling_rate(container, rewards, totals.rewards)
         print(f"ceiling:      read {events:,} events + bulk-insert {totals.rewards:,} reward rows "
               f"into a bare table: {ceiling:,.0f} rows/s")
         print(f"ratio:        {rate / ceiling:.3f}")
+        if processes > 1:
+            engine.dispose()
+            return rate / ceiling, None
 
         publish(container, 2)
         started = time.perf_counter()
@@ -156,9 +174,74 @@ def run_once(args: argparse.Namespace, scoring: Stopwatch) -> tuple[float, float
               f"{seconds:.2f} s = {rescored / seconds:,.0f} rewards/s, "
               f"{job.to_position / seconds:,.0f} events/s (ratio to ceiling "
               f"{rescored / seconds / ceiling:.3f})")
-        worker.saves.close()
         engine.dispose()
         return rate / ceiling, rescored / seconds / ceiling
+
+
+def _processes(count: int) -> str:
+    return "1 process" if count == 1 else f"{count} processes"
+
+
+def drain_here(container: Container, batch: int, scoring: Stopwatch) -> tuple[Totals, float, float]:
+    """The embedded worker in this process, from the first poll until every subject is
+    scored and committed: its totals, the seconds, and the seconds in the contract engine."""
+    worker = container.evaluator("bench", batch,
+                                 reader=DatabaseLogReader(container.engine, container.store, "bench"))
+    settle_garbage_collector()  # as `hcp evaluator` does once its worker is built
+    scoring.seconds = 0.0
+    started = time.perf_counter()
+    totals = worker.drain(timeout=3600)
+    seconds = time.perf_counter() - started
+    worker.saves.close()
+    return totals, seconds, scoring.seconds
+
+
+def drain_in_processes(url: str, batch: int, count: int) -> tuple[Totals, float, float]:
+    """``count`` worker processes, each with a share of the log (as `hcp evaluator
+    --processes` starts them), timed from when all are built and start together until
+    the last has drained its share: the summed totals, the seconds, and the summed seconds
+    in the contract engine."""
+    context = multiprocessing.get_context("fork")
+    ready, done, start = context.Queue(), context.Queue(), context.Event()
+    children = [context.Process(target=_drain_share,
+                                args=(url, batch, LogShare(k, count), ready, start, done))
+                for k in range(count)]
+    for child in children:
+        child.start()
+    for _ in children:
+        ready.get(timeout=600)
+    started = time.perf_counter()
+    start.set()
+    results = [done.get(timeout=3600) for _ in children]
+    seconds = time.perf_counter() - started
+    for child in children:
+        child.join()
+    if any(isinstance(r, str) for r in results):
+        raise SystemExit(f"an evaluator process failed: {[r for r in results if isinstance(r, str)]}")
+    totals = Totals()
+    for events, subjects, stored, _ in results:
+        totals.events, totals.subjects, totals.rewards = (totals.events + events,
+                                                          totals.subjects + subjects,
+                                                          totals.rewards + stored)
+    return totals, seconds, sum(r[3] for r in results)
+
+
+def _drain_share(url: str, batch: int, share: LogShare, ready: Any, start: Any, done: Any) -> None:
+    try:
+        engine = make_engine(url)
+        container = Container(Settings(database_url=url, kafka_bootstrap=""), engine)
+        scoring = Stopwatch(worker_module, "score_subjects")
+        worker = container.evaluator("bench", batch, share=share)
+        settle_garbage_collector()
+        ready.put(share.index)
+        start.wait()
+        totals = worker.drain(timeout=3600)
+        worker.saves.close()
+        engine.dispose()
+        done.put((totals.events, totals.subjects, totals.rewards, scoring.seconds))
+    except BaseException as exc:  # reported to the parent, which stops the bench
+        done.put(f"share {share}: {exc!r}")
+        raise
 
 
 class Stopwatch:
@@ -184,6 +267,9 @@ def parse_args() -> argparse.Namespace:
         "HCP_TEST_POSTGRES_URL", "postgresql+psycopg://hcp:hcp@127.0.0.1:5432/hcp_test"))
     parser.add_argument("--sqlite", action="store_true", help="Use a SQLite file instead")
     parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--processes", type=int, nargs="+", default=sorted({1, os.cpu_count() or 1}),
+                        help="Evaluator processes, each count in runs of its own (default: 1 "
+                        "and one per core; more than one: each reads a share of the log)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="Runs, each on a fresh database (default 3; the median is printed)")
     parser.add_argument("--batch", type=int, default=DEFAULT_BATCH,

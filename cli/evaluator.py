@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
 
 from cli.common import cli_container
+from cli.evaluator_processes import run_processes
 from cli.signals import stop_on_signals
 from contract.dryrun import DryRunReport
 from evaluators.dryrun import DryRun, Selection
@@ -18,6 +19,7 @@ from evaluators.evaluator import DEFAULT_BATCH, StepResult
 from evaluators.reevaluation import Job
 from evaluators.refs import parse_contract_ref
 from evaluators.refs import reward_query as build_query
+from events.log_share import LogShare
 from hcp.bootstrap import Container
 from hcp.services import DEFAULT_GROUP
 from kernel.collector import settle_garbage_collector
@@ -38,13 +40,31 @@ def run_evaluator(
     batch_size: int = typer.Option(DEFAULT_BATCH, help="Most events scored per poll"),
     session_timeout: float = typer.Option(10.0, help="Seconds before a silent worker's Kafka "
                                           "partitions go to another member (broker minimum: 6)"),
+    processes: int = typer.Option(1, "--processes", min=1, help="Evaluator processes to start, "
+                                  "each with a share of the log (one per core scores the most)"),
+    share: str = typer.Option(None, "--share", metavar="K/N", help="Read only share K of N of "
+                              "the database log's streams (K from 0), as `--processes N` does"),
 ) -> None:
     """Score finished subjects under every active contract version; re-score history on publish."""
+    if processes > 1:
+        if share is not None:
+            raise typer.BadParameter("give --processes or --share, not both", param_hint="--share")
+        options = [*(["--once"] if once else []), "--group", group, "--batch-size", str(batch_size),
+                   "--session-timeout", str(session_timeout)]
+        raise typer.Exit(run_processes(processes, options))
+    try:
+        log_share = None if share is None else LogShare.parse(share)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--share") from None
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     with cli_container() as container:
-        worker = container.evaluator(group, batch_size, session_timeout_s=session_timeout)
+        worker = container.evaluator(group, batch_size, session_timeout_s=session_timeout,
+                                     share=log_share)
         settle_garbage_collector()  # startup is done: what it built lives as long as we do
-        source = container.settings.events_topic if container.settings.kafka_bootstrap else "database log"
+        kafka = bool(container.settings.kafka_bootstrap)
+        source = container.settings.events_topic if kafka else "database log"
+        if log_share is not None and not kafka:
+            source += f" (share {log_share})"
         try:
             if once:
                 totals = worker.drain(timeout=3600, on_step=_echo_step)

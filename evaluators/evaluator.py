@@ -117,7 +117,12 @@ class Evaluator:
         events = self.reader.poll(self.batch_size, timeout)
         try:
             if not events:
-                return StepResult(rewards=self.saves.wait())
+                stored = self.saves.wait()
+                if isinstance(self.reader, DatabaseLogReader):
+                    # A share's reader moves past the other shares' events: keep the
+                    # checkpoint up with it (nothing is in flight now; a no-op otherwise).
+                    self.reader.commit()
+                return StepResult(rewards=stored)
             versions = self._versions(events)  # after the poll: see the module docstring
             subjects = self.subjects.closed_by(events, subject_kinds(versions))
             scored = score_subjects(subjects, versions)

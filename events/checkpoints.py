@@ -40,6 +40,15 @@ class Checkpoints:
             found = {name: int(position) for name, position in rows}
         return {name: found.get(name, 0) for name in names}
 
+    def load_family(self, name: str) -> dict[str, int]:
+        """The saved positions of ``name`` and of every name under it (``name/...``): a
+        follower's and those of the shares it was split into (events/log_share.py)."""
+        column = checkpoints_table.c.name
+        query = (select(column, checkpoints_table.c.position)
+                 .where((column == name) | column.startswith(name + "/", autoescape=True)))
+        with self.engine.connect() as conn:
+            return {found: int(position) for found, position in conn.execute(query)}
+
     def save(self, name: str, position: int, conn: Connection | None = None) -> None:
         """Set ``name`` to ``position``; joins ``conn``'s transaction when given."""
         if conn is not None:

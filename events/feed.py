@@ -17,6 +17,7 @@ position order.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from sqlalchemy.engine import Connection, Engine
 from events.catalogue import upcast_event
 from events.checkpoints import Checkpoints
 from events.kafka_io import event_from_bytes, make_consumer
+from events.log_share import LogShare
 from events.model import RecordedEvent
 from events.store import EventStore
 
@@ -119,6 +121,34 @@ class KafkaRecordReader(LogReader[T]):
         self.consumer.close(autocommit=False)
 
 
+def checkpoint_name(name: str, share: LogShare | None) -> str:
+    """The checkpoint row of a database reader named ``name``, reading ``share``."""
+    if share is None or share.count == 1:
+        return f"reader:{name}"
+    return f"reader:{name}/{share.index}-of-{share.count}"
+
+
+def _start(checkpoints: Checkpoints, family: str, own: str) -> int:
+    """Where a database reader starts: the furthest point that its own checkpoint, or
+    every share of some split of the same name, has been read up to.
+
+    A split of N shares has read every event up to the lowest of its N checkpoints (a
+    share with none has read nothing), the streams of each being one share's; so does
+    the reader without a share up to its one. Any of those points is safe to start from.
+    """
+    found = checkpoints.load_family(family)
+    splits: dict[int, dict[int, int]] = {}
+    for name, position in found.items():
+        match = _SHARE_NAME.fullmatch(name[len(family):])
+        if match is not None:
+            splits.setdefault(int(match[2]), {})[int(match[1])] = position
+    read = [min(shares.get(k, 0) for k in range(count)) for count, shares in splits.items()]
+    return max([found.get(own, 0), found.get(family, 0), *read])
+
+
+_SHARE_NAME = re.compile(r"/(\d+)-of-(\d+)")
+
+
 class _ForgetRevoked(ConsumerRebalanceListener):
     # A revoked partition's uncommitted records go to its next owner; committing them
     # from here later would be refused anyway.
@@ -144,20 +174,34 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
 
     Positions are gapless and commit-ordered (see events/relay.py), so "after the last
     position seen" never skips an event that commits late.
+
+    ``share``: only that share of the log's streams (events/log_share.py), for N
+    processes that follow the log together; its checkpoint is ``reader:<name>/K-of-N``.
+    The position then moves past the other shares' events too (``read_share``'s
+    horizon), so ``position`` is how far the log has been read, as without a share.
+
+    A reader starts from its checkpoint, or from further on when the processes of the same
+    name split some other way have all read further (``_start``): after changing the
+    number of processes nothing is skipped, and little is read again (what is, is
+    re-scored to rewards that already exist, which the reward store skips).
     """
 
     def __init__(self, engine: Engine, store: EventStore, name: str,
-                 poll_interval: float = 0.05) -> None:
-        self.store, self.poll_interval = store, poll_interval
-        self.checkpoints, self.name = Checkpoints(engine), f"reader:{name}"
-        self.committed = self.position = self.checkpoints.load(self.name)
+                 poll_interval: float = 0.05, share: LogShare | None = None) -> None:
+        self.store, self.poll_interval, self.share = store, poll_interval, share
+        self.checkpoints, self.name = Checkpoints(engine), checkpoint_name(name, share)
+        self.committed = self.position = _start(self.checkpoints, f"reader:{name}", self.name)
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[RecordedEvent]:
         deadline = time.monotonic() + timeout
         while True:
-            events = self.store.read_all(self.position, max_records)
+            if self.share is None:
+                events = self.store.read_all(self.position, max_records)
+                horizon = events[-1].position if events else self.position
+            else:
+                events, horizon = self.store.read_share(self.share, self.position, max_records)
+            self.position = max(self.position, horizon)
             if events:
-                self.position = events[-1].position
                 return events
             remaining = deadline - time.monotonic()
             if remaining <= 0:

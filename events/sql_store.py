@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from events.catalogue import upcast_event
 from events.errors import EventLogError
+from events.log_share import SHARE_SQL, LogShare, share_parameters
 from events.model import NewEvent, RecordedEvent
 from events.numbering import Prepared, prepare_batch
 from events.sql_append import append_batches, append_learning
@@ -21,6 +22,7 @@ from events.stream_heads import StreamHeads
 from events.tables import events as events_table
 from events.wire_rows import WireEvent, read_wire_postgres, wire_event, wire_query
 from kernel.db import is_postgres, reading
+from kernel.sql import head as last_position
 
 __all__ = ["SqlEventStore", "event_from_row"]
 
@@ -81,6 +83,22 @@ class SqlEventStore(EventStore):
         with self.engine.connect() as conn:
             events = [event_from_row(r._mapping) for r in conn.execute(query)]
         return events if raw else [upcast_event(e) for e in events]
+
+    def read_share(self, share: LogShare, after: int, limit: int) -> tuple[list[RecordedEvent], int]:
+        if not self._postgres:
+            return super().read_share(share, after, limit)
+        with self.engine.connect() as conn:
+            # The head first, then the share's rows up to it: positions commit in order,
+            # so every one up to the head is visible to the second statement.
+            horizon = last_position(conn, events_table.c.position)
+            if horizon <= after:
+                return [], after
+            query = (select(events_table)
+                     .where(events_table.c.position > after, events_table.c.position <= horizon,
+                            text(SHARE_SQL).bindparams(**share_parameters(share)))
+                     .order_by(events_table.c.position).limit(limit))
+            events = [upcast_event(event_from_row(r._mapping)) for r in conn.execute(query)]
+        return events, events[-1].position if len(events) == limit else horizon
 
     def read_wire(self, after: int = 0, limit: int = 1000,
                   conn: Connection | None = None) -> list[WireEvent]:

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from events.catalogue import upcast_event
 from events.chain import VerifyReport, verify_chain
+from events.log_share import LogShare
 from events.model import NewEvent, RecordedEvent
 
 
@@ -146,6 +147,30 @@ class EventStore(ABC):
         wanted, on = set(types), None if streams is None else set(streams)
         return [e if raw else upcast_event(e) for e in self.iter_all(raw=True)
                 if e.type in wanted and (on is None or e.stream_id in on)]
+
+    def read_share(self, share: LogShare, after: int, limit: int) -> tuple[list[RecordedEvent], int]:
+        """The events of ``share`` (events/log_share.py) with position > ``after``, in
+        position order, upcast; and how far the log was read: the last event's position
+        when ``limit`` were found, else the head at the start of the read (every position
+        up to it was committed by then, so nothing of the share up to it can come later).
+
+        This one reads the whole log and filters; adapters should filter in the query.
+        """
+        horizon = self.head()
+        found: list[RecordedEvent] = []
+        while after < horizon:
+            page = self.read_all(after, limit)
+            if not page:
+                break
+            for event in page:
+                if event.position > horizon:
+                    return found, horizon
+                if share.holds(event.stream_id):
+                    found.append(event)
+                    if len(found) == limit:
+                        return found, event.position
+            after = page[-1].position
+        return found, horizon
 
     def iter_all(self, after: int = 0, page: int = 5000, raw: bool = False) -> Iterator[RecordedEvent]:
         while batch := self.read_all(after, page, raw):

@@ -31,6 +31,7 @@ from evaluators.stats import RewardStats
 from events.checkpoints import Checkpoints
 from events.feed import DatabaseLogReader, KafkaLogReader, LogReader
 from events.group_commit import GroupCommit
+from events.log_share import LogShare
 from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
@@ -150,16 +151,20 @@ class Services:
 
     def evaluator(self, group: str = DEFAULT_GROUP, batch_size: int = DEFAULT_BATCH,
                   reader: LogReader[RecordedEvent] | None = None,
-                  session_timeout_s: float = 10.0) -> Evaluator:
-        """A worker in consumer group ``group``: Kafka when configured, else the database log."""
+                  session_timeout_s: float = 10.0, share: LogShare | None = None) -> Evaluator:
+        """A worker in consumer group ``group``: Kafka when configured, else the database
+        log (``share`` of it, when given: events/log_share.py)."""
         return Evaluator(self.store, self.contracts, self.rewards, self.reevaluations,
-                         reader or self.event_reader(group, session_timeout_s), batch_size,
+                         reader or self.event_reader(group, session_timeout_s, share), batch_size,
                          subject_budget_s=self.settings.subject_budget_seconds)
 
-    def event_reader(self, group: str, session_timeout_s: float = 10.0) -> LogReader[RecordedEvent]:
+    def event_reader(self, group: str, session_timeout_s: float = 10.0,
+                     share: LogShare | None = None) -> LogReader[RecordedEvent]:
+        """Kafka in consumer group ``group`` when configured (the group shares the topic's
+        partitions out; ``share`` is not used), else the database log."""
         settings = self.settings
         if not settings.kafka_bootstrap:
-            return DatabaseLogReader(self.engine, self.store, group)
+            return DatabaseLogReader(self.engine, self.store, group, share=share)
         # The session timeout is how long a dead worker's partitions wait before another
         # member takes them over (the client's default is 45 s); a live worker heartbeats
         # from a background thread, so a long batch does not count against it.

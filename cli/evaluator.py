@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
 
 from cli.common import cli_container
-from cli.evaluator_processes import run_processes
+from cli.evaluator_processes import evaluator_command, run_processes
 from cli.signals import stop_on_signals
 from contract.dryrun import DryRunReport
 from evaluators.dryrun import DryRun, Selection
@@ -51,7 +51,7 @@ def run_evaluator(
             raise typer.BadParameter("give --processes or --share, not both", param_hint="--share")
         options = [*(["--once"] if once else []), "--group", group, "--batch-size", str(batch_size),
                    "--session-timeout", str(session_timeout)]
-        raise typer.Exit(run_processes(processes, options))
+        raise typer.Exit(run_processes(processes, evaluator_command(options)))
     try:
         log_share = None if share is None else LogShare.parse(share)
     except ValueError as exc:

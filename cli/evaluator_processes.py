@@ -6,6 +6,10 @@ the partitions out and the share is not used). One Python process scores on one 
 a time, so this is how an evaluator uses more cores: 2 processes on 2 cores drained the
 bench's log 1.5-2x as fast as one (bench/evaluate.py --processes). SIGTERM and Ctrl-C
 reach every process, which each finish the batch in flight and its save.
+
+A process that fails stops the others and the command exits with its status: a share
+left without its process would fall behind unseen, where a supervisor restarting the
+command (systemd, Kubernetes) brings every share back.
 """
 
 from __future__ import annotations
@@ -13,21 +17,38 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from types import FrameType
 
 
-def run_processes(count: int, options: list[str]) -> int:
-    """Start ``count`` `hcp evaluator` processes with ``options`` and a share each; wait
-    for all of them. The exit status: the first non-zero one of theirs, else 0."""
-    children = [subprocess.Popen([sys.executable, "-m", "cli.main", "evaluator", *options,
-                                  "--share", f"{index}/{count}"]) for index in range(count)]
+def evaluator_command(options: list[str]) -> list[str]:
+    """`hcp evaluator OPTIONS`, run by this Python."""
+    return [sys.executable, "-m", "cli.main", "evaluator", *options]
 
-    def forward(signum: int, _frame: FrameType | None) -> None:
+
+def run_processes(count: int, command: list[str]) -> int:
+    """Start ``count`` processes of ``command`` with ``--share K/count`` each; wait for all
+    of them. The exit status: the first non-zero one of theirs, else 0."""
+    children = [subprocess.Popen([*command, "--share", f"{index}/{count}"]) for index in range(count)]
+
+    def forward(signum: int, _frame: FrameType | None = None) -> None:
         for child in children:
             if child.poll() is None:
                 child.send_signal(signum)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    codes = [child.wait() for child in children]
-    return next((code for code in codes if code), 0)
+    handlers = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while (failed := _failure(children)) == 0 and any(c.poll() is None for c in children):
+            time.sleep(0.2)
+        if failed:
+            forward(signal.SIGTERM)
+        for child in children:
+            child.wait()
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    return failed or _failure(children)
+
+
+def _failure(children: list[subprocess.Popen[bytes]]) -> int:
+    return next((child.returncode for child in children if child.returncode), 0)

@@ -42,12 +42,7 @@ class Subject:
 
 def finished_subjects(stream_events: Sequence[RecordedEvent], kind: str) -> list[Subject]:
     """Every subject of `kind` that is closed within this prefix of one stream."""
-    events = _ordered(stream_events)
-    if kind == "episode":
-        return _episodes(events)
-    if kind == "turn":
-        return _turns(events)
-    raise ValueError(f"unknown subject kind {kind!r}")
+    return [subject for _, subject in closed_subjects(_ordered(stream_events), kind)]
 
 
 def subjects_closed_by_last(stream_events: Sequence[RecordedEvent], kind: str) -> list[Subject]:
@@ -60,8 +55,19 @@ def subjects_closed_by_last(stream_events: Sequence[RecordedEvent], kind: str) -
     events = _ordered(stream_events)
     if not events:
         return []
-    last = events[-1]
-    return [s for s in finished_subjects(events, kind) if _closing_seq(s, events) == last.stream_seq]
+    last = events[-1].stream_seq
+    return [subject for closer, subject in closed_subjects(events, kind) if closer == last]
+
+
+def closed_subjects(ordered: Sequence[RecordedEvent], kind: str) -> list[tuple[int, Subject]]:
+    """Every subject of `kind` closed within ``ordered`` (one stream's events in seq
+    order: the caller's word, not checked), each with the seq of the event that closes
+    it: an episode's own last event, a turn's next `turn.user` or `episode.completed`."""
+    if kind == "episode":
+        return _episodes(ordered)
+    if kind == "turn":
+        return _turns(ordered)
+    raise ValueError(f"unknown subject kind {kind!r}")
 
 
 def _ordered(stream_events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
@@ -71,34 +77,30 @@ def _ordered(stream_events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
     return events
 
 
-def _episodes(events: list[RecordedEvent]) -> list[Subject]:
+def _episodes(events: Sequence[RecordedEvent]) -> list[tuple[int, Subject]]:
     subjects, start = [], 0
     for index, event in enumerate(events):
         if event.type == EPISODE_COMPLETED:
             part = tuple(events[start : index + 1])
             subject_id = f"episode:{event.stream_id}:{event.stream_seq}"
-            subjects.append(Subject(subject_id, "episode", event.stream_id, part))
+            subjects.append((event.stream_seq, Subject(subject_id, "episode", event.stream_id, part)))
             start = index + 1
     return subjects
 
 
-def _turns(events: list[RecordedEvent]) -> list[Subject]:
-    subjects: list[Subject] = []
+def _turns(events: Sequence[RecordedEvent]) -> list[tuple[int, Subject]]:
+    subjects: list[tuple[int, Subject]] = []
     start: int | None = None
     for index, event in enumerate(events):
-        if event.type not in (TURN_USER, EPISODE_COMPLETED):
+        if event.type not in _TURN_BOUNDS:
             continue
         if start is not None:
             opener = events[start]
             subject_id = f"turn:{opener.stream_id}:{opener.stream_seq}"
             part = tuple(events[start:index])
-            subjects.append(Subject(subject_id, "turn", opener.stream_id, part))
+            subjects.append((event.stream_seq, Subject(subject_id, "turn", opener.stream_id, part)))
         start = index if event.type == TURN_USER else None
     return subjects
 
 
-def _closing_seq(subject: Subject, events: list[RecordedEvent]) -> int:
-    if subject.kind == "episode":
-        return subject.last_seq
-    # A turn is closed by the first event after its own that opens or ends something.
-    return next(e.stream_seq for e in events if e.stream_seq > subject.last_seq)
+_TURN_BOUNDS = frozenset({TURN_USER, EPISODE_COMPLETED})

@@ -17,8 +17,9 @@ before the batch is mostly the tail of the previous batches, kept in memory
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
-from contract.subject import Subject, finished_subjects
+from contract.subject import Subject, closed_subjects
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
 from evaluators.recent_events import RecentEvents
 from events.model import RecordedEvent
@@ -42,19 +43,14 @@ def subjects_closed_at(window: Sequence[RecordedEvent], closers: Iterable[int],
     """The subjects of ``kinds`` in ``window`` (one stream, starting at an episode boundary)
     that the events at seqs ``closers`` close."""
     wanted = set(closers)
-    ordered = sorted(window, key=lambda e: e.stream_seq)
+    ordered = sorted(window, key=_SEQ)
     subjects: list[Subject] = []
     for kind in sorted(kinds):
-        subjects += [s for s in finished_subjects(ordered, kind) if _closed_at(s, ordered) in wanted]
+        subjects += [subject for closer, subject in closed_subjects(ordered, kind) if closer in wanted]
     return subjects
 
 
-def _closed_at(subject: Subject, ordered: Sequence[RecordedEvent]) -> int | None:
-    # An episode is closed by its own last event; a turn by the first event after it
-    # (the next turn.user or episode.completed: a turn takes everything up to that).
-    if subject.kind == "episode":
-        return subject.last_seq
-    return next((e.stream_seq for e in ordered if e.stream_seq > subject.last_seq), None)
+_SEQ = attrgetter("stream_seq")
 
 
 class SubjectReader:

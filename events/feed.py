@@ -200,9 +200,12 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
                 horizon = events[-1].position if events else self.position
             else:
                 events, horizon = self.store.read_share(self.share, self.position, max_records)
-            self.position = max(self.position, horizon)
             if events:
+                self.position = horizon
                 return events
+            if horizon > self.position:  # only other shares' events there: read on at once
+                self.position = horizon
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []

@@ -90,7 +90,7 @@ class SqlEventStore(EventStore):
         with self.engine.connect() as conn:
             # The head first, then the share's rows up to it: positions commit in order,
             # so every one up to the head is visible to the second statement.
-            horizon = last_position(conn, events_table.c.position)
+            horizon = min(last_position(conn, events_table.c.position), after + limit * share.count)
             if horizon <= after:
                 return [], after
             query = (select(events_table)

@@ -150,16 +150,23 @@ class EventStore(ABC):
 
     def read_share(self, share: LogShare, after: int, limit: int) -> tuple[list[RecordedEvent], int]:
         """The events of ``share`` (events/log_share.py) with position > ``after``, in
-        position order, upcast; and how far the log was read: the last event's position
-        when ``limit`` were found, else the head at the start of the read (every position
-        up to it was committed by then, so nothing of the share up to it can come later).
+        position order, upcast; and how far the log was read.
 
-        This one reads the whole log and filters; adapters should filter in the query.
+        One read covers at most ``limit`` x N positions (N: the share's count, so about
+        ``limit`` of its events when streams spread evenly) and stops at the head as it
+        was when the read began: every position up to it was committed by then, so
+        nothing of the share up to it can come later. How far: the last event's position
+        when ``limit`` were found, else the end of those positions. (Without the bound,
+        PostgreSQL would filter the whole rest of the log on every read, until it has
+        statistics saying the rows are many.)
+
+        This one reads every event of those positions and filters; adapters should filter
+        in the query.
         """
-        horizon = self.head()
+        horizon = min(self.head(), after + limit * share.count)
         found: list[RecordedEvent] = []
         while after < horizon:
-            page = self.read_all(after, limit)
+            page = self.read_all(after, min(limit, horizon - after))
             if not page:
                 break
             for event in page:

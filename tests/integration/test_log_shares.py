@@ -112,11 +112,28 @@ def test_a_new_number_of_processes_skips_nothing(container: Container) -> None:
     assert len(rewarded(container)) == 11 and f"turn:{later}:1" in rewarded(container)
 
 
+def stream_of(share: LogShare, holds: bool = True) -> str:
+    """A new stream id that ``share`` holds (or not)."""
+    return next(s for s in (f"s-{uuid.uuid4().hex[:10]}" for _ in range(1000)) if share.holds(s) == holds)
+
+
+def test_a_poll_reads_past_other_shares_events_to_the_next_of_its_own(container: Container) -> None:
+    share = LogShare(0, 2)
+    for _ in range(20):
+        conversation(container.store, turns=2, stream_id=stream_of(share, holds=False))
+    mine = conversation(container.store, turns=1, stream_id=stream_of(share))
+
+    reader = DatabaseLogReader(container.engine, container.store, "g", share=share)
+    first = reader.poll(5, timeout=0)  # reads are 10 positions at a time: 15 of them first
+
+    assert first and {e.stream_id for e in first} == {mine}
+    assert reader.poll(5, timeout=0) == [] and reader.position == container.store.head()
+
+
 def test_a_share_without_events_keeps_its_checkpoint_with_the_log(container: Container) -> None:
     publish_first(container)
     share = LogShare(0, 2)
-    stream = next(s for s in (f"s-{uuid.uuid4().hex[:10]}" for _ in range(100)) if not share.holds(s))
-    conversation(container.store, turns=1, stream_id=stream)  # only share 1 has anything
+    conversation(container.store, turns=1, stream_id=stream_of(share, holds=False))  # share 1's
 
     container.evaluator("g", share=share).drain(timeout=60)
 

@@ -50,13 +50,15 @@ def start(container: Container, log: Path, processes: int) -> subprocess.Popen[s
 
 
 def children(parent: int) -> list[int]:
+    """The pids whose parent is ``parent`` (the 4th field of /proc/PID/stat)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
-                found.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # not a process, or gone meanwhile
+        if int(fields[1]) == parent:
+            found.append(int(entry.name))
     return found
 
 

@@ -188,7 +188,8 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
 
     def __init__(self, engine: Engine, store: EventStore, name: str,
                  poll_interval: float = 0.05, share: LogShare | None = None) -> None:
-        self.store, self.poll_interval, self.share = store, poll_interval, share
+        self.store, self.poll_interval = store, poll_interval
+        self.share = share if share is not None and share.count > 1 else None  # 0/1: the whole log
         self.checkpoints, self.name = Checkpoints(engine), checkpoint_name(name, share)
         self.committed = self.position = _start(self.checkpoints, f"reader:{name}", self.name)
 

@@ -4,7 +4,7 @@ Each is an ordinary `hcp evaluator` started with `--share K/N` (events/log_share
 the database log it reads its share of the streams; with Kafka the consumer group shares
 the partitions out and the share is not used). One Python process scores on one core at
 a time, so this is how an evaluator uses more cores: 2 processes on 2 cores drained the
-bench's log 1.5-2x as fast as one (bench/evaluate.py --processes). SIGTERM and Ctrl-C
+bench's log 1.4-1.7x as fast as one (bench/evaluate.py --processes). SIGTERM and Ctrl-C
 reach every process, which each finish the batch in flight and its save.
 
 A process that fails stops the others and the command exits with its status: a share

@@ -22,6 +22,7 @@ from evaluators.refs import reward_query as build_query
 from events.log_share import LogShare
 from hcp.bootstrap import Container
 from hcp.services import DEFAULT_GROUP
+from hcp.settings import get_settings
 from kernel.collector import settle_garbage_collector
 
 rewards_app = typer.Typer(help="Reward records: list and inspect", no_args_is_help=True)
@@ -49,6 +50,9 @@ def run_evaluator(
     if processes > 1:
         if share is not None:
             raise typer.BadParameter("give --processes or --share, not both", param_hint="--share")
+        if get_settings().resolved_database_url.startswith("sqlite"):
+            typer.echo("note: on SQLite each process reads the whole log and filters it, and "
+                       "writers take turns: expect no gain (shares pay off on PostgreSQL)", err=True)
         options = [*(["--once"] if once else []), "--group", group, "--batch-size", str(batch_size),
                    "--session-timeout", str(session_timeout)]
         raise typer.Exit(run_processes(processes, evaluator_command(options)))

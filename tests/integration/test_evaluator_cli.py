@@ -54,6 +54,20 @@ def test_evaluate_once_list_rewards_dry_run_and_reevaluate(container: Container,
     assert len(hcp("rewards", "list", "--contract", f"default@{draft.version}").splitlines()) == 6
 
 
+def test_evaluator_processes_on_sqlite_work_and_say_they_gain_nothing(container: Container) -> None:
+    publish(container.contracts, contract_text())
+    jobs = container.reevaluations
+    jobs.run(jobs.start("default", 1).job_id)  # what is scored below, the processes score
+    for _ in range(4):
+        conversation(container.store, turns=2)
+
+    said = hcp("evaluator", "--once", "--processes", "2")
+
+    assert "on SQLite each process reads the whole log" in said
+    listed = hcp("rewards", "list", "--contract", "default@1", "--limit", "100").splitlines()
+    assert len(listed) == 8
+
+
 def test_commands_explain_bad_input(container: Container) -> None:
     publish(container.contracts, contract_text())
     runner = CliRunner()

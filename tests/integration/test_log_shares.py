@@ -184,6 +184,7 @@ def test_hcp_evaluator_processes_score_the_log_once(postgres_url: str,
         assert "give --processes or --share" in hcp("evaluator", "--processes", "2", "--share", "0/2",
                                                     code=2)
         assert "expected K/N" in hcp("evaluator", "--share", "two", code=2)
+        assert "SQLite" not in hcp("evaluator", "--once", "--processes", "2")  # (PostgreSQL here)
     finally:
         built.close()
         get_settings.cache_clear()

@@ -135,16 +135,10 @@ def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tu
     """One run on a fresh database: the ratio to the ceiling of ``processes`` evaluator
     processes, and (with one) the re-evaluation's."""
     with database(args) as url:
-        engine = make_engine(url)
-        container = Container(Settings(database_url=url, kafka_bootstrap=""), engine)
-        contracts, rewards = container.contracts, RewardStore(engine)
-        publish(container, 1)
-        jobs = Reevaluations(engine, container.store, contracts, rewards)
-        jobs.run(jobs.start("bench", 1).job_id)  # history is empty now: all live scoring below
-        write_events(container, args.events)
+        container, rewards, jobs = bench_log(url, args.events)
+        engine = container.engine
         events = container.store.head()
         print(f"log:          {events:,} events")
-        warm_up(container)
 
         if processes == 1:
             totals, seconds, engine_seconds = drain_here(container, args.batch, scoring)
@@ -176,6 +170,20 @@ def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tu
               f"{rescored / seconds / ceiling:.3f})")
         engine.dispose()
         return rate / ceiling, rescored / seconds / ceiling
+
+
+def bench_log(url: str, events: int) -> tuple[Container, RewardStore, Reevaluations]:
+    """The contract published (its re-evaluation of the empty history done, so that all
+    scoring is live), ``events`` events written and read once (``warm_up``)."""
+    engine = make_engine(url)
+    container = Container(Settings(database_url=url, kafka_bootstrap=""), engine)
+    rewards = RewardStore(engine)
+    publish(container, 1)
+    jobs = Reevaluations(engine, container.store, container.contracts, rewards)
+    jobs.run(jobs.start("bench", 1).job_id)
+    write_events(container, events)
+    warm_up(container)
+    return container, rewards, jobs
 
 
 def _processes(count: int) -> str:
@@ -344,19 +352,34 @@ def warm_up(container: Container) -> None:
 def ceiling_rate(container: Container, rewards: RewardStore, count: int) -> float:
     """Read every event, then bulk-insert ``count`` reward-shaped rows into a bare table
     (COPY on PostgreSQL, the reward store's own path; executemany on SQLite)."""
+    bare, rows = ceiling_rows(container, rewards, count)
+    started = time.perf_counter()
+    read = ceiling_work(container, bare, rows)
+    seconds = time.perf_counter() - started
+    assert read == container.store.head()
+    return count / seconds
+
+
+Rows = list[dict[str, Any]]
+
+
+def ceiling_rows(container: Container, rewards: RewardStore, count: int) -> tuple[Table, Rows]:
+    """The bare table (created) and ``count`` rows shaped like the first stored reward."""
     template = rewards.find(RewardQuery(limit=1))[0]
     rows = [to_row(replace(template, position=i + 1, reward_id=reward_id_for(str(i), "c", 1)))
             for i in range(count)]
     bare = Table("bare_rewards", MetaData(), *(Column(c.name, c.type) for c in reward_records.columns))
+    bare.create(container.engine)
+    return bare, rows
+
+
+def ceiling_work(container: Container, bare: Table, rows: Rows) -> int:
+    """What the ceiling times: read the whole log, COPY the rows; the events read."""
     engine: Engine = container.engine
-    bare.create(engine)
-    started = time.perf_counter()
     read = sum(1 for _ in container.store.iter_all())
     with engine.begin() as conn:
         insert_rows(conn, bare, rows, JSON_COLUMNS)  # COPY on PostgreSQL, as the store does
-    seconds = time.perf_counter() - started
-    assert read == container.store.head()
-    return count / seconds
+    return read
 
 
 if __name__ == "__main__":

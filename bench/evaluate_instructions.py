@@ -20,30 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evaluate import (  # bench/evaluate.py, beside this script
-    JSON_COLUMNS,
-    Column,
-    MetaData,
-    RewardQuery,
-    Table,
-    database,
-    insert_rows,
-    publish,
-    replace,
-    reward_id_for,
-    reward_records,
-    to_row,
-    warm_up,
-    write_events,
-)
+from evaluate import bench_log, ceiling_rows, ceiling_work, database  # beside this script
 
-from evaluators.reevaluation import Reevaluations
-from evaluators.rewards import RewardStore
 from events.feed import DatabaseLogReader
-from hcp.bootstrap import Container
-from hcp.settings import Settings
 from kernel.collector import settle_garbage_collector
-from kernel.db import make_engine
 
 
 def main() -> None:
@@ -76,33 +56,19 @@ def under_callgrind(side: str, args: argparse.Namespace) -> int:
 
 def measure(args: argparse.Namespace) -> None:
     with database(argparse.Namespace(postgres=args.postgres, sqlite=False)) as url:
-        engine = make_engine(url)
-        container = Container(Settings(database_url=url, kafka_bootstrap=""), engine)
-        rewards = RewardStore(engine)
-        publish(container, 1)
-        jobs = Reevaluations(engine, container.store, container.contracts, rewards)
-        jobs.run(jobs.start("bench", 1).job_id)
-        write_events(container, args.events)
-        warm_up(container)
-        worker = container.evaluator("bench", reader=DatabaseLogReader(engine, container.store, "bench"))
+        container, rewards, _ = bench_log(url, args.events)
+        worker = container.evaluator("bench", reader=DatabaseLogReader(container.engine, container.store,
+                                                                       "bench"))
         settle_garbage_collector()
         if args.side == "evaluator":
             with counting():
                 worker.drain(timeout=3600)
         else:
-            totals = worker.drain(timeout=3600)
-            template = rewards.find(RewardQuery(limit=1))[0]
-            rows = [to_row(replace(template, position=i + 1, reward_id=reward_id_for(str(i), "c", 1)))
-                    for i in range(totals.rewards)]
-            columns = (Column(c.name, c.type) for c in reward_records.columns)
-            bare = Table("bare_rewards", MetaData(), *columns)
-            bare.create(engine)
+            bare, rows = ceiling_rows(container, rewards, worker.drain(timeout=3600).rewards)
             with counting():
-                sum(1 for _ in container.store.iter_all())
-                with engine.begin() as conn:
-                    insert_rows(conn, bare, rows, JSON_COLUMNS)
+                ceiling_work(container, bare, rows)
         worker.saves.close()
-        engine.dispose()
+        container.engine.dispose()
 
 
 class counting:  # noqa: N801 (a context manager used like a function)

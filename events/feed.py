@@ -123,7 +123,7 @@ class KafkaRecordReader(LogReader[T]):
 
 def checkpoint_name(name: str, share: LogShare | None) -> str:
     """The checkpoint row of a database reader named ``name``, reading ``share``."""
-    if share is None or share.count == 1:
+    if share is None:
         return f"reader:{name}"
     return f"reader:{name}/{share.index}-of-{share.count}"
 
@@ -190,7 +190,7 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
                  poll_interval: float = 0.05, share: LogShare | None = None) -> None:
         self.store, self.poll_interval = store, poll_interval
         self.share = share if share is not None and share.count > 1 else None  # 0/1: the whole log
-        self.checkpoints, self.name = Checkpoints(engine), checkpoint_name(name, share)
+        self.checkpoints, self.name = Checkpoints(engine), checkpoint_name(name, self.share)
         self.committed = self.position = _start(self.checkpoints, f"reader:{name}", self.name)
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[RecordedEvent]:

@@ -28,6 +28,7 @@ from tests.e2e.test_evaluator_processes import (
     stored,
     wait_for,
 )
+from tests.processes import children_of
 from tests.unit.evaluators.factories import conversation
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -49,19 +50,6 @@ def start(container: Container, log: Path, processes: int) -> subprocess.Popen[s
                             stderr=subprocess.STDOUT, text=True)
 
 
-def children(parent: int) -> list[int]:
-    """The pids whose parent is ``parent`` (the 4th field of /proc/PID/stat)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # not a process, or gone meanwhile
-        if int(fields[1]) == parent:
-            found.append(int(entry.name))
-    return found
-
-
 def test_a_share_killed_mid_batch_and_a_restart_with_other_processes_lose_and_duplicate_nothing(
         container: Container, tmp_path: Path) -> None:
     for _ in range(300):
@@ -70,9 +58,9 @@ def test_a_share_killed_mid_batch_and_a_restart_with_other_processes_lose_and_du
     log = tmp_path / "evaluator.log"
 
     command = start(container, log, 2)
-    wait_for(lambda: len(children(command.pid)) == 2, every=0.01)
+    wait_for(lambda: len(children_of(command.pid)) == 2, every=0.01)
     wait_for(lambda: len(stored(container)) >= due // 4, every=0.01)
-    os.kill(children(command.pid)[0], signal.SIGKILL)  # one share's process, mid-batch
+    os.kill(children_of(command.pid)[0], signal.SIGKILL)  # one share's process, mid-batch
     assert command.wait(30) != 0, log.read_text()  # the other was stopped with it
     assert len(stored(container)) < due, "the evaluators finished before one could be killed"
 

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,39 +15,14 @@ from events.sql_store import SqlEventStore
 from kernel.db import make_engine
 from tests.integration.conftest import append_many
 from tests.integration.test_relay_kafka import relay_process, wait_for
+from tests.processes import children_of, gone
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
 def builders_of(parent: int) -> list[int]:
     """Live tree builder processes whose parent is ``parent``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and MODULE in _cmdline(entry) and _ppid(entry) == parent:
-            found.append(int(entry.name))
-    return found
-
-
-def gone(pid: int) -> bool:
-    """Exited (a zombie waiting for whoever adopted it to reap it counts as exited)."""
-    stat = _read(Path(f"/proc/{pid}/stat"))
-    return stat is None or stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-def _cmdline(entry: Path) -> str:
-    return (_read(entry / "cmdline") or "").replace("\0", " ")
-
-
-def _ppid(entry: Path) -> int:
-    stat = _read(entry / "stat")
-    return int(stat.rsplit(")", 1)[1].split()[1]) if stat else -1
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except OSError:  # the process ended meanwhile
-        return None
+    return children_of(parent, MODULE)
 
 
 def builder_process(database_url: str, parent: int, **popen: object) -> subprocess.Popen[bytes]:

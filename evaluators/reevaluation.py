@@ -9,34 +9,40 @@ under it (see evaluators/worker.py). Overlap is harmless: one reward per (subjec
 version) is enforced by the reward store.
 
 Work goes in chunks of positions. Each chunk's rewards and the job's new
-``done_position`` commit in one transaction, so a restart resumes exactly where the
-last chunk ended, and progress (done/to) is always what is durable. ``run`` saves each
-chunk in the background while it reads and scores the next (one save in flight, in
-order, as the live worker saves its batches: evaluators/saving.py). A chunk commits only
-if ``done_position`` is still what it was read as, so any number of evaluator processes
-and a CLI run can share one job without scoring a chunk twice; on PostgreSQL an advisory
-lock per job also keeps them from computing the same chunk in parallel.
+``done_position`` commit in one transaction, only if ``done_position`` is right before
+the chunk: chunks commit in log order, a restart resumes exactly where the last chunk
+ended, and progress (done/to) is always what is durable.
+
+Several processes share a job (the evaluator processes between their polls, a CLI
+run): each claims the next chunk nobody is scoring (evaluators/chunk_claims.py: a
+PostgreSQL session lock per chunk, freed when its process dies), so consecutive chunks
+are scored at once on as many cores, and each waits for the chunk before it to commit.
+A chunk whose predecessor is left free (its process died) is given up and claimed again
+later, from the progress. ``run`` saves each chunk in the background while it scores its
+next one (one save in flight, as the live worker saves its batches: evaluators/saving.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from contract.problems import ContractInvalid
 from contract.rubric import ExpressionError
 from contract.versions import PUBLISHED, ContractVersions, VersionConflict
 from evaluators.active import compile_version
+from evaluators.chunk_claims import Claim, claim_chunk, held_elsewhere
 from evaluators.reevaluation_model import Chunk, Job, Tally, job_of_row
 from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
@@ -49,7 +55,10 @@ from kernel.db import is_postgres
 log = logging.getLogger(__name__)
 
 RUNNING, SUCCEEDED, DEGRADED, FAILED = "running", "succeeded", "degraded", "failed"
-JOB_LOCK_CLASS = 0x48435052  # "HCPR": the class half of the two-key advisory lock of a job
+WAIT_S = 0.01  # how often a scored chunk looks whether the job's progress has reached it
+# How long the chunk before a scored one may stand free, the progress not moving, before
+# the scored chunk is given up (its scorer died; a live one holds it until its commit).
+GIVE_UP_S = 1.0
 
 
 class Reevaluations:
@@ -111,109 +120,151 @@ class Reevaluations:
         return job_of_row(row) if row else None
 
     def step(self, job_id: str | None = None) -> Job | None:
-        """Advance one chunk of ``job_id`` (or of the oldest running job nobody else is
-        advancing right now); None when there was nothing to do."""
+        """Score and commit one chunk of ``job_id`` (or of the oldest running job with a
+        chunk nobody else is scoring right now): the job as it is after that chunk (or as
+        stored, when the chunk was done elsewhere); None when there was nothing to do."""
         candidates = [self.get(job_id)] if job_id else self.jobs(status=RUNNING)
         for job in candidates:
             if job is None or job.status != RUNNING:
                 continue
-            with self.engine.connect() as guard:
-                if not _try_lock(guard, job.job_id):
-                    continue  # another process is on this job: leave it the chunk
-                try:
-                    return self._advance(job.job_id)
-                finally:
-                    _unlock(guard, job.job_id)
+            claim = self._claim(job.job_id)
+            if claim is None:
+                continue  # every chunk within reach is being scored elsewhere
+            try:
+                return self._commit(self._chunk(claim)) or self.get(job.job_id)
+            finally:
+                claim.release()
         return None
 
     def run(self, job_id: str, on_progress: Callable[[Job], None] | None = None,
             idle: float = 0.2) -> Job:
-        """Advance ``job_id`` until it is finished, whoever else is working on it. While
-        this process holds the job, each chunk's save runs in the background while the
-        next chunk is read and scored (``_advance_held``)."""
-        while True:
-            held = self._run_held(job_id, on_progress)
-            job = held or self.get(job_id)
-            if job is None:
-                raise LookupError(f"re-evaluation job {job_id} does not exist")
-            if held is None and on_progress is not None:
+        """Advance ``job_id`` until it is finished, with whoever else is working on it.
+
+        Each chunk's save (its rewards and the job's progress, one transaction) runs in
+        the background while the next free chunk after it is read and scored
+        (evaluators/saving.py): one save in flight, chunks claimed in increasing order, so
+        this run's chunks commit in log order, each when the job's progress reaches it. A
+        failed save is raised before any later chunk is handed over. ``on_progress`` sees
+        the job after each chunk this run commits, then (once) as it finished.
+        """
+        saves: BackgroundSave[Job | None] = BackgroundSave(None)
+        in_flight: Claim | None = None
+        said: Job | None = None
+
+        def say(job: Job | None) -> None:
+            nonlocal said
+            if job is not None and on_progress is not None and job != said:
                 on_progress(job)
-            if job.status != RUNNING:
-                return job
-            if held is None:
-                time.sleep(idle)  # another process is advancing this chunk; wait for it
+                said = job
 
-    def _run_held(self, job_id: str, on_progress: Callable[[Job], None] | None) -> Job | None:
-        """Chunks of ``job_id`` under its lock; None when another process holds it."""
-        with self.engine.connect() as guard:
-            if not _try_lock(guard, job_id):
-                return None
-            try:
-                return self._advance_held(job_id, on_progress)
-            finally:
-                _unlock(guard, job_id)
-
-    def _advance_held(self, job_id: str, on_progress: Callable[[Job], None] | None) -> Job | None:
-        """Chunk after chunk (the lock held), each one's rewards and progress committing in
-        the background while the next is read and scored (evaluators/saving.py): one save
-        in flight, each conditional on the progress the one before leaves, so chunks
-        commit in order or not at all; a save that finds the job moved (another process,
-        SQLite has no lock) ends the run here with the job as stored. The job as the last
-        save left it."""
-        job = self.get(job_id)  # under the lock: another process may have moved it
-        saves: BackgroundSave[bool] = BackgroundSave(True)
-        pending: Job | None = None  # the job as the save in flight leaves it
         try:
-            while job is not None and job.status == RUNNING:
-                chunk = self._chunk(job)
-                if not saves.wait():
-                    return self.get(job_id)
-                if pending is not None and on_progress is not None:
-                    on_progress(pending)
-                saves.submit(partial(self._commit, job, chunk))
-                job = pending = chunk.after(job)
-            if not saves.wait():
-                return self.get(job_id)
+            while True:
+                claim = self._claim(job_id, after=in_flight.start if in_flight else 0)
+                if claim is None:
+                    if in_flight is not None:  # nothing more to claim past it: let it land
+                        say(saves.wait())
+                        in_flight = None
+                        continue
+                    job = self.get(job_id)
+                    if job is None:
+                        raise LookupError(f"re-evaluation job {job_id} does not exist")
+                    if job.status != RUNNING:
+                        say(job)
+                        return job
+                    time.sleep(idle)  # other processes hold every chunk within reach
+                    continue
+                try:
+                    chunk = self._chunk(claim)
+                    if in_flight is not None:
+                        say(saves.wait())
+                except BaseException:
+                    claim.release()
+                    raise
+                saves.submit(partial(self._save, claim, chunk))
+                in_flight = claim
         except BaseException:
             _collect(saves)
             raise
         finally:
             saves.close()
-        if job is not None and on_progress is not None:
-            on_progress(job)  # as the last chunk left it, or as found when there was none
-        return job
 
-    def _advance(self, job_id: str) -> Job | None:
-        job = self.get(job_id)  # re-read under the lock: another process may have moved it
-        if job is None or job.status != RUNNING:
-            return job
-        chunk = self._chunk(job)
-        return chunk.after(job) if self._commit(job, chunk) else self.get(job.job_id)
+    def _claim(self, job_id: str, after: int = 0) -> Claim | None:
+        return claim_chunk(self.engine, lambda: self.get(job_id), self.chunk_positions, after)
 
-    def _chunk(self, job: Job) -> Chunk:
-        """The next chunk of a running job, read and scored: its rewards and the job's
-        progress after it."""
+    def _save(self, claim: Claim, chunk: Chunk) -> Job | None:
+        try:
+            return self._commit(chunk)
+        finally:
+            claim.release()
+
+    def _chunk(self, claim: Claim) -> Chunk:
+        """The claimed positions, read and scored."""
+        job = claim.job
         try:
             version = self._version(job.contract_name, job.contract_version)
         except (ContractInvalid, ExpressionError) as exc:  # would fail the same way forever
-            counts = Tally(job.subjects_scored, job.subjects_errored, job.subjects_skipped)
-            return Chunk.of(job.done_position, FAILED, f"{type(exc).__name__}: {exc}", [], counts)
-        upto = min(job.done_position + self.chunk_positions, job.to_position)
+            return Chunk(job.job_id, claim.start, claim.end, [], Tally(),
+                         failure=f"{type(exc).__name__}: {exc}")
         # Read and score outside the write transaction: SQLite allows one writer, and the
         # reads would queue behind it; the conditional update keeps the result exact.
-        events = self.store.read_all(job.done_position, upto - job.done_position)
+        events = self.store.read_all(claim.start - 1, claim.end - claim.start + 1)
         subjects = self.subjects.closed_by(events, {version.subject_kind})
         records = score_subjects(subjects, [version])
-        tally = Tally.of(job, len(subjects), records)
-        if upto < job.to_position:
-            return Chunk.of(upto, RUNNING, job.error or tally.sample, records, tally)
-        status, error = self._verdict(tally, job.error or tally.sample)
-        return Chunk.of(upto, status, error, records, tally)
+        return Chunk(job.job_id, claim.start, claim.end, records, Tally.of(len(subjects), records))
 
-    def _verdict(self, tally: Tally, sample: str | None) -> tuple[str, str | None]:
+    def _commit(self, chunk: Chunk) -> Job | None:
+        """The chunk's rewards and the job's progress in one transaction, once the job's
+        progress has reached the chunk (the chunks before it may be committing from other
+        processes): the job as committed. None when the chunk is not committed: the job
+        moved past it (done elsewhere) or stopped running, or nobody has held the chunk
+        before it for ``GIVE_UP_S`` while the progress stood still (its process died:
+        the chunk is given up, to be claimed again from the progress)."""
+        stalled_at, stalled_since = -1, 0.0
+        while True:
+            committed = self._commit_now(chunk)
+            if committed is not None:
+                return committed
+            job = self.get(chunk.job_id)
+            if job is None or job.status != RUNNING or job.done_position >= chunk.start:
+                return None
+            if job.done_position == chunk.start - 1:
+                continue  # the chunk before committed just now
+            if held_elsewhere(self.engine, job.job_id, job.done_position + 1):
+                stalled_at = -1
+            elif job.done_position != stalled_at:
+                stalled_at, stalled_since = job.done_position, time.monotonic()
+            elif time.monotonic() - stalled_since >= GIVE_UP_S:
+                return None
+            time.sleep(WAIT_S)
+
+    def _commit_now(self, chunk: Chunk) -> Job | None:
+        """The commit if the job's progress is right before the chunk (or the chunk fails
+        the job); None, with nothing written, otherwise."""
+        with self.engine.connect() as conn, conn.begin() as transaction:
+            running = (jobs.c.job_id == chunk.job_id) & (jobs.c.status == RUNNING)
+            if chunk.failure is not None:
+                moved = conn.execute(jobs.update().where(running).values(
+                    status=FAILED, error=chunk.failure, updated_at=datetime.now(UTC))).rowcount
+            else:
+                moved = conn.execute(jobs.update().where(
+                    running, jobs.c.done_position == chunk.start - 1).values(**_progress(chunk))).rowcount
+            if moved != 1:
+                transaction.rollback()
+                return None
+            self.rewards.record(chunk.records, conn)
+            job = job_of_row(conn.execute(select(jobs).where(jobs.c.job_id == chunk.job_id)).one())
+            if job.status == RUNNING and job.done_position >= job.to_position:
+                status, error = self._verdict(Tally.of_job(job))
+                conn.execute(jobs.update().where(jobs.c.job_id == job.job_id).values(
+                    status=status, error=error))
+                job = replace(job, status=status, error=error)
+        return job
+
+    def _verdict(self, tally: Tally) -> tuple[str, str | None]:
         """Failed when errors dominate the applicable subjects, degraded above the
-        threshold: a re-scoring whose rewards are mostly errors is not a success."""
-        applicable = tally.scored + tally.errored
+        threshold: a re-scoring whose rewards are mostly errors is not a success. The
+        error column then sums it up, with the first error as an example."""
+        applicable, sample = tally.scored + tally.errored, tally.sample
         if not tally.errored:
             return SUCCEEDED, None
         summary = (f"{tally.errored} of {applicable} applicable subjects errored"
@@ -224,19 +275,6 @@ class Reevaluations:
             return DEGRADED, summary
         return SUCCEEDED, summary
 
-    def _commit(self, job: Job, chunk: Chunk) -> bool:
-        """The chunk's rewards and progress in one transaction, only if nobody advanced the
-        job since ``job`` was read (the lock makes that rare; SQLite has no such lock)."""
-        with self.engine.connect() as conn, conn.begin() as transaction:
-            moved = conn.execute(jobs.update().where(
-                jobs.c.job_id == job.job_id, jobs.c.done_position == job.done_position,
-                jobs.c.status == RUNNING).values(**chunk.values)).rowcount
-            if moved != 1:
-                transaction.rollback()
-                return False
-            self.rewards.record(chunk.records, conn)
-        return True
-
     def _version(self, name: str, version: int) -> ScoringVersion:
         key = (name, version)
         if key not in self._compiled:
@@ -245,7 +283,7 @@ class Reevaluations:
         return self._compiled[key]
 
 
-def _collect(saves: BackgroundSave[bool]) -> None:
+def _collect(saves: BackgroundSave[Any]) -> None:
     """After a failure: let the save in flight end (it commits its chunk or nothing)."""
     try:
         saves.wait()
@@ -253,22 +291,11 @@ def _collect(saves: BackgroundSave[bool]) -> None:
         log.warning("the re-evaluation chunk being saved was not stored either (%s)", exc)
 
 
-def _lock_key(job_id: str) -> int:
-    return int.from_bytes(hashlib.sha256(job_id.encode()).digest()[:4], "big", signed=True)
-
-
-def _try_lock(conn: Connection, job_id: str) -> bool:
-    # A session lock on PostgreSQL, released by _unlock or when the connection dies with
-    # its process, so a killed worker never leaves a job claimed. Two-key form: its key
-    # space is apart from the single-key locks of the event and reward stores.
-    if not is_postgres(conn):
-        return True
-    return bool(conn.execute(text("SELECT pg_try_advisory_lock(:c, :k)"),
-                             {"c": JOB_LOCK_CLASS, "k": _lock_key(job_id)}).scalar())
-
-
-def _unlock(conn: Connection, job_id: str) -> None:
-    if is_postgres(conn):
-        conn.execute(text("SELECT pg_advisory_unlock(:c, :k)"),
-                     {"c": JOB_LOCK_CLASS, "k": _lock_key(job_id)})
-        conn.commit()
+def _progress(chunk: Chunk) -> dict[str, Any]:
+    """The job's columns as the chunk's commit moves them: the counts are added in SQL (the
+    chunks of a job may be scored in several processes, each knowing only its own)."""
+    tally, c = chunk.tally, jobs.c
+    return {"done_position": chunk.end, "subjects_scored": c.subjects_scored + tally.scored,
+            "subjects_errored": c.subjects_errored + tally.errored,
+            "subjects_skipped": c.subjects_skipped + tally.skipped,
+            "error": func.coalesce(c.error, tally.sample), "updated_at": datetime.now(UTC)}

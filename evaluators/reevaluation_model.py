@@ -1,9 +1,9 @@
-"""A re-evaluation job's state, a scored chunk of it and the running counts. Pure."""
+"""A re-evaluation job's state, a scored chunk of it and the counts. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from evaluators.model import RewardRecord
@@ -44,26 +44,20 @@ class Job:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A scored chunk: the job's new progress columns and the rewards that go with them."""
+    """Positions ``start``..``end`` of a job, read and scored: the rewards, and what they
+    add to the job's counts. ``failure``: the version cannot score at all (the job fails)."""
 
-    values: dict[str, Any]
+    job_id: str
+    start: int
+    end: int
     records: list[RewardRecord]
-
-    @classmethod
-    def of(cls, done: int, status: str, error: str | None, records: list[RewardRecord],
-           tally: Tally) -> Chunk:
-        return cls({"done_position": done, "subjects_scored": tally.scored,
-                    "subjects_errored": tally.errored, "subjects_skipped": tally.skipped,
-                    "status": status, "error": error, "updated_at": datetime.now(UTC)}, records)
-
-    def after(self, job: Job) -> Job:
-        """``job`` as this chunk's commit leaves it."""
-        return Job(**{**job.__dict__, **self.values})
+    tally: Tally
+    failure: str | None = None
 
 
 @dataclass(frozen=True)
 class Tally:
-    """A job's running counts, with one error message to show why."""
+    """Counts of subjects (a chunk's, or a whole job's), with one error message to show why."""
 
     scored: int = 0
     errored: int = 0
@@ -71,13 +65,16 @@ class Tally:
     sample: str | None = None
 
     @classmethod
-    def of(cls, job: Job, closed: int, records: list[RewardRecord]) -> Tally:
+    def of(cls, closed: int, records: list[RewardRecord]) -> Tally:
+        """A chunk's: ``closed`` subjects closed in it, ``records`` their rewards."""
         errored = [r for r in records if r.errors]
         first = errored[0].errors[0] if errored else None
         sample = f"{first.get('item')}: {first.get('message')}" if first else None
-        return cls(job.subjects_scored + len(records) - len(errored),
-                   job.subjects_errored + len(errored),
-                   job.subjects_skipped + closed - len(records), sample)
+        return cls(len(records) - len(errored), len(errored), closed - len(records), sample)
+
+    @classmethod
+    def of_job(cls, job: Job) -> Tally:
+        return cls(job.subjects_scored, job.subjects_errored, job.subjects_skipped, job.error)
 
 
 def job_of_row(row: Any) -> Job:

@@ -38,8 +38,11 @@ def run_processes(count: int, command: list[str]) -> int:
 
     handlers = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        while (failed := _failure(children)) == 0 and any(c.poll() is None for c in children):
+        # Every child is polled each time (``any`` over the polls stopped at the first
+        # running one, and a later one's death went unseen).
+        while not _failure(children) and None in [child.poll() for child in children]:
             time.sleep(0.2)
+        failed = _failure(children)
         if failed:
             forward(signal.SIGTERM)
         for child in children:

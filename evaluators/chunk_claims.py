@@ -98,7 +98,7 @@ def _release(guard: Connection, job_id: str, start: int) -> None:
         guard.close()
 
 
-def _key(job_id: str, start: int) -> int:
+def chunk_lock_key(job_id: str, start: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{job_id}/{start}".encode()).digest()[:4], "big", signed=True)
 
 
@@ -106,7 +106,7 @@ def _try_lock(conn: Connection, job_id: str, start: int) -> bool:
     if not is_postgres(conn):
         return True
     taken = bool(conn.execute(text("SELECT pg_try_advisory_lock(:c, :k)"),
-                              {"c": CHUNK_LOCK_CLASS, "k": _key(job_id, start)}).scalar())
+                              {"c": CHUNK_LOCK_CLASS, "k": chunk_lock_key(job_id, start)}).scalar())
     conn.commit()  # (the statement's implicit transaction: the session lock outlives it)
     return taken
 
@@ -114,5 +114,5 @@ def _try_lock(conn: Connection, job_id: str, start: int) -> bool:
 def _unlock(conn: Connection, job_id: str, start: int) -> None:
     if is_postgres(conn):
         conn.execute(text("SELECT pg_advisory_unlock(:c, :k)"),
-                     {"c": CHUNK_LOCK_CLASS, "k": _key(job_id, start)})
+                     {"c": CHUNK_LOCK_CLASS, "k": chunk_lock_key(job_id, start)})
         conn.commit()

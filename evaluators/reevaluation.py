@@ -175,11 +175,16 @@ class Reevaluations:
                     continue
                 try:
                     chunk = self._chunk(claim)
-                    if in_flight is not None:
-                        say(saves.wait())
+                    landed = saves.wait() if in_flight is not None else claim.job
                 except BaseException:
                     claim.release()
                     raise
+                if landed is None:  # the chunk before gave up: start again from the progress
+                    claim.release()
+                    in_flight = None
+                    continue
+                if in_flight is not None:
+                    say(landed)
                 saves.submit(partial(self._save, claim, chunk))
                 in_flight = claim
         except BaseException:
@@ -215,10 +220,10 @@ class Reevaluations:
     def _commit(self, chunk: Chunk) -> Job | None:
         """The chunk's rewards and the job's progress in one transaction, once the job's
         progress has reached the chunk (the chunks before it may be committing from other
-        processes): the job as committed. None when the chunk is not committed: the job
-        moved past it (done elsewhere) or stopped running, or nobody has held the chunk
-        before it for ``GIVE_UP_S`` while the progress stood still (its process died:
-        the chunk is given up, to be claimed again from the progress)."""
+        processes): the job as committed, or as found when it moved past the chunk (done
+        elsewhere) or stopped running. None when the chunk is given up: nobody has held
+        the chunk before it for ``GIVE_UP_S`` while the progress stood still (its process
+        died); the chunks from the progress on are claimed again."""
         stalled_at, stalled_since = -1, 0.0
         while True:
             committed = self._commit_now(chunk)
@@ -226,7 +231,7 @@ class Reevaluations:
                 return committed
             job = self.get(chunk.job_id)
             if job is None or job.status != RUNNING or job.done_position >= chunk.start:
-                return None
+                return job  # done elsewhere, or stopped
             if job.done_position == chunk.start - 1:
                 continue  # the chunk before committed just now
             if held_elsewhere(self.engine, job.job_id, job.done_position + 1):

@@ -129,6 +129,7 @@ class Services:
     @cached_property
     def reevaluations(self) -> Reevaluations:
         return Reevaluations(self.engine, self.store, self.contracts, self.rewards,
+                             chunk_positions=self.settings.reevaluation_chunk_positions,
                              degraded_above=self.settings.max_error_rate,
                              subject_budget_s=self.settings.subject_budget_seconds)
 

@@ -87,6 +87,10 @@ class Settings(BaseSettings):
         1.0, gt=0, description="Most wall time one subject's evaluation under one contract "
                                "version may take (split across its expressions)"
     )
+    reevaluation_chunk_positions: int = Field(
+        2000, ge=1, le=1_000_000, description="Log positions a re-evaluation scores and commits "
+        "at a time: its progress steps, and the share one process claims (processes sharing a "
+        "job must agree on it)")
     dry_run_budget_seconds: float = Field(
         120.0, gt=0, description="Most wall time one dry run may score for; it then reports "
                                  "the subjects scored so far"

@@ -17,8 +17,10 @@ feedback) and prints:
   number of reward rows into a bare table shaped like reward_records (no keys, no
   triggers, no scoring); and the ratio;
 * both read the log after one untimed read of it (see ``warm_up``);
-* re-evaluation: a second version published, its history job run to the end: rewards/s
-  and events/s, and its ratio to the ceiling;
+* re-evaluation: a second version published, its history job run to the end (one
+  process: `hcp contract reevaluate`'s run; more: the evaluator processes find the
+  publication and share the job's chunks, timed as above): rewards/s and events/s, and
+  its ratio to the ceiling;
 * with more than one run (``--repeats``, each on a fresh database), the median ratios: one
   run's ratio moves by +-0.07 here between runs minutes apart.
 """
@@ -31,7 +33,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -116,24 +118,22 @@ def main() -> None:
     args = parse_args()
     scoring = Stopwatch(worker_module, "score_subjects")
     ratios: dict[int, list[float]] = {n: [] for n in args.processes}
-    history: list[float] = []
+    history: dict[int, list[float]] = {n: [] for n in args.processes}
     for _ in range(args.repeats):
         for processes in args.processes:
             live, rescored = run_once(args, scoring, processes)
             ratios[processes].append(live)
-            if rescored is not None:
-                history.append(rescored)
+            history[processes].append(rescored)
     if args.repeats > 1:
         for processes, found in ratios.items():
-            print(f"median of {len(found)} runs, {_processes(processes)}: "
-                  f"ratio {statistics.median(found):.3f}")
-        if history:
-            print(f"median of {len(history)} runs, re-evaluation: ratio {statistics.median(history):.3f}")
+            print(f"median of {len(found)} runs, {_processes(processes)}: ratio "
+                  f"{statistics.median(found):.3f}; re-evaluation "
+                  f"{statistics.median(history[processes]):.3f}")
 
 
-def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tuple[float, float | None]:
-    """One run on a fresh database: the ratio to the ceiling of ``processes`` evaluator
-    processes, and (with one) the re-evaluation's."""
+def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tuple[float, float]:
+    """One run on a fresh database: the ratios to the ceiling of ``processes`` evaluator
+    processes following the log, then re-scoring it under a new version."""
     with database(args) as url:
         container, rewards, jobs = bench_log(url, args.events)
         engine = container.engine
@@ -155,18 +155,21 @@ def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tu
         print(f"ceiling:      read {events:,} events + bulk-insert {totals.rewards:,} reward rows "
               f"into a bare table: {ceiling:,.0f} rows/s")
         print(f"ratio:        {rate / ceiling:.3f}")
-        if processes > 1:
-            engine.dispose()
-            return rate / ceiling, None
-
         publish(container, 2)
-        started = time.perf_counter()
-        job = jobs.run(jobs.start("bench", 2).job_id)
-        seconds = time.perf_counter() - started
+        if processes == 1:  # as `hcp contract reevaluate` runs it
+            started = time.perf_counter()
+            jobs.run(jobs.start("bench", 2).job_id)
+            seconds = time.perf_counter() - started
+        else:  # the processes find the publication in the log and share its job's chunks,
+            # timed until the job has finished (not until the last process has seen that)
+            engine.dispose()
+            _, seconds, _ = drain_in_processes(url, args.batch, processes, done=lambda: any(
+                j.status != "running" for j in jobs.jobs("bench", 2)))
+        [job] = jobs.jobs("bench", 2)
         rescored = rewards.count("bench", 2)
-        print(f"re-evaluate:  {rescored:,} rewards over {job.to_position:,} positions in "
-              f"{seconds:.2f} s = {rescored / seconds:,.0f} rewards/s, "
-              f"{job.to_position / seconds:,.0f} events/s (ratio to ceiling "
+        print(f"re-evaluate, {_processes(processes)}: {rescored:,} rewards over "
+              f"{job.to_position:,} positions in {seconds:.2f} s = {rescored / seconds:,.0f} "
+              f"rewards/s, {job.to_position / seconds:,.0f} events/s (ratio to ceiling "
               f"{rescored / seconds / ceiling:.3f})")
         engine.dispose()
         return rate / ceiling, rescored / seconds / ceiling
@@ -204,15 +207,16 @@ def drain_here(container: Container, batch: int, scoring: Stopwatch) -> tuple[To
     return totals, seconds, scoring.seconds
 
 
-def drain_in_processes(url: str, batch: int, count: int) -> tuple[Totals, float, float]:
+def drain_in_processes(url: str, batch: int, count: int,
+                       done: Callable[[], bool] | None = None) -> tuple[Totals, float, float]:
     """``count`` worker processes, each with a share of the log (as `hcp evaluator
     --processes` starts them), timed from when all are built and start together until
-    the last has drained its share: the summed totals, the seconds, and the summed seconds
-    in the contract engine."""
+    the last has drained its share (or, given ``done``, until it is true: looked at every
+    5 ms): the summed totals, the seconds, and the summed seconds in the contract engine."""
     context = multiprocessing.get_context("fork")
-    ready, done, start = context.Queue(), context.Queue(), context.Event()
+    ready, finished, start = context.Queue(), context.Queue(), context.Event()
     children = [context.Process(target=_drain_share,
-                                args=(url, batch, LogShare(k, count), ready, start, done))
+                                args=(url, batch, LogShare(k, count), ready, start, finished))
                 for k in range(count)]
     for child in children:
         child.start()
@@ -220,8 +224,13 @@ def drain_in_processes(url: str, batch: int, count: int) -> tuple[Totals, float,
         ready.get(timeout=600)
     started = time.perf_counter()
     start.set()
-    results = [done.get(timeout=3600) for _ in children]
-    seconds = time.perf_counter() - started
+    if done is not None:
+        while not done():
+            time.sleep(0.005)
+        seconds = time.perf_counter() - started
+    results = [finished.get(timeout=3600) for _ in children]
+    if done is None:
+        seconds = time.perf_counter() - started
     for child in children:
         child.join()
     if any(isinstance(r, str) for r in results):

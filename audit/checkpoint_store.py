@@ -19,6 +19,7 @@ from audit.checkpoints import TIME_FORMAT, Checkpoint, SignedCheckpoint
 from audit.tables import audit_checkpoints as ac
 from events.kafka_io import encode_json
 from events.relay import OutboxMessage, TableFeed
+from events.relay_wake import CHECKPOINTS, notify_outbox
 from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import NotFound
@@ -61,6 +62,7 @@ class CheckpointStore:
                "root": cp.root, "chain_head": cp.chain_head, "signed_at": cp.timestamp,
                "key_id": f"{key_id:08x}", "note": signed.note}
         conn.execute(ac.insert().values(**row))
+        notify_outbox(conn, CHECKPOINTS)  # the relay publishes it on commit
         return stored(row)
 
     def latest(self, conn: Connection | None = None) -> StoredCheckpoint | None:
@@ -100,4 +102,4 @@ def checkpoint_message(row: RowMapping) -> OutboxMessage:
 
 
 def checkpoints_table_feed(engine: Engine, topic: str) -> TableFeed:
-    return TableFeed(engine, ac, "position", topic, checkpoint_message)
+    return TableFeed(engine, ac, "position", topic, checkpoint_message, wake=CHECKPOINTS)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from evaluators.reevaluation_model import Job
+from evaluators.reevaluation_model import RUNNING, Job
 from kernel.db import is_postgres
 
 # The class half of the two-key advisory locks of chunks ("HCPR"): apart from the
@@ -56,7 +56,7 @@ def claim_chunk(engine: Engine, read_job: Callable[[], Job | None], chunk_positi
     may also have just been committed (then the claim starts again from the new progress)."""
     job = read_job()
     for _ in range(LOOKAHEAD):  # a new start only after some chunk committed meanwhile
-        if job is None or job.status != "running":
+        if job is None or job.status != RUNNING:
             return None
         for index in range(LOOKAHEAD):
             start = job.done_position + 1 + index * chunk_positions
@@ -69,7 +69,7 @@ def claim_chunk(engine: Engine, read_job: Callable[[], Job | None], chunk_positi
                 guard.close()
                 continue
             fresh = read_job()
-            if fresh is not None and fresh.status == "running" and fresh.done_position < start:
+            if fresh is not None and fresh.status == RUNNING and fresh.done_position < start:
                 return Claim(fresh, start, min(start + chunk_positions - 1, fresh.to_position), guard)
             _release(guard, job.job_id, start)
             job = fresh

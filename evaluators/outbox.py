@@ -13,6 +13,7 @@ from evaluators.rewards import from_row
 from evaluators.tables import reward_records
 from events.kafka_io import encode_json
 from events.relay import OutboxMessage, TableFeed
+from events.relay_wake import REWARDS
 
 
 def reward_message(row: RowMapping) -> OutboxMessage:
@@ -23,5 +24,5 @@ def reward_message(row: RowMapping) -> OutboxMessage:
 
 
 def rewards_table_feed(engine: Engine, topic: str) -> TableFeed:
-    return TableFeed(engine, reward_records, "position", topic, reward_message)
+    return TableFeed(engine, reward_records, "position", topic, reward_message, wake=REWARDS)
 

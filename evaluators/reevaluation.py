@@ -43,7 +43,16 @@ from contract.rubric import ExpressionError
 from contract.versions import PUBLISHED, ContractVersions, VersionConflict
 from evaluators.active import compile_version
 from evaluators.chunk_claims import Claim, claim_chunk, held_elsewhere
-from evaluators.reevaluation_model import Chunk, Job, Tally, job_of_row
+from evaluators.reevaluation_model import (
+    DEGRADED,
+    FAILED,
+    RUNNING,
+    SUCCEEDED,
+    Chunk,
+    Job,
+    Tally,
+    job_of_row,
+)
 from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
 from evaluators.scoring import ScoringVersion, score_subjects
@@ -54,11 +63,11 @@ from kernel.db import is_postgres
 
 log = logging.getLogger(__name__)
 
-RUNNING, SUCCEEDED, DEGRADED, FAILED = "running", "succeeded", "degraded", "failed"
 WAIT_S = 0.01  # how often a scored chunk looks whether the job's progress has reached it
 # How long the chunk before a scored one may stand free, the progress not moving, before
 # the scored chunk is given up (its scorer died; a live one holds it until its commit).
 GIVE_UP_S = 1.0
+STALL_S = 60.0  # the longest a scored chunk waits for the progress to move at all
 
 
 class Reevaluations:
@@ -69,6 +78,7 @@ class Reevaluations:
         self.subjects = SubjectReader(store)
         self.chunk_positions, self.subject_budget_s = chunk_positions, subject_budget_s
         self.degraded_above = degraded_above  # error share of applicable subjects
+        self.stall_s = STALL_S
         self._compiled: dict[tuple[str, int], ScoringVersion] = {}
 
     def start(self, name: str, version: int, from_position: int = 1) -> Job:
@@ -221,10 +231,12 @@ class Reevaluations:
         """The chunk's rewards and the job's progress in one transaction, once the job's
         progress has reached the chunk (the chunks before it may be committing from other
         processes): the job as committed, or as found when it moved past the chunk (done
-        elsewhere) or stopped running. None when the chunk is given up: nobody has held
-        the chunk before it for ``GIVE_UP_S`` while the progress stood still (its process
-        died); the chunks from the progress on are claimed again."""
-        stalled_at, stalled_since = -1, 0.0
+        elsewhere) or stopped running. None when the chunk is given up, to be claimed
+        again from the progress: nobody has held the chunk before it for ``GIVE_UP_S``
+        while the progress stood still (its process died), or the progress has stood
+        still for ``stall_s`` even so (its process hangs: the waiter, an evaluator between
+        polls, goes back to the live log)."""
+        stood_at, stood_since, free_since = -1, 0.0, None
         while True:
             committed = self._commit_now(chunk)
             if committed is not None:
@@ -234,11 +246,15 @@ class Reevaluations:
                 return job  # done elsewhere, or stopped
             if job.done_position == chunk.start - 1:
                 continue  # the chunk before committed just now
+            now = time.monotonic()
+            if job.done_position != stood_at:
+                stood_at, stood_since, free_since = job.done_position, now, None
             if held_elsewhere(self.engine, job.job_id, job.done_position + 1):
-                stalled_at = -1
-            elif job.done_position != stalled_at:
-                stalled_at, stalled_since = job.done_position, time.monotonic()
-            elif time.monotonic() - stalled_since >= GIVE_UP_S:
+                free_since = None
+            elif free_since is None:
+                free_since = now
+            if (free_since is not None and now - free_since >= GIVE_UP_S
+                    or now - stood_since >= self.stall_s):
                 return None
             time.sleep(WAIT_S)
 

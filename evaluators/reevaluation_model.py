@@ -9,6 +9,8 @@ from typing import Any
 from evaluators.model import RewardRecord
 from kernel.clock import utc
 
+RUNNING, SUCCEEDED, DEGRADED, FAILED = "running", "succeeded", "degraded", "failed"
+
 
 @dataclass(frozen=True)
 class Job:

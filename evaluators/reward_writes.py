@@ -31,7 +31,7 @@ from sqlalchemy.types import String
 from evaluators.chain import GENESIS_HASH, chained, link_template
 from evaluators.model import RewardRecord, errors_text
 from evaluators.tables import reward_records as rr
-from events.relay_wake import NOTIFY_STATEMENT, notify_outbox
+from events.relay_wake import REWARDS, notify_outbox, notify_statement
 from kernel.clock import utc
 from kernel.db import is_postgres
 from kernel.sql import insert_rows, lock_writers, pipelined, text_array
@@ -67,7 +67,7 @@ def append_rewards(conn: Connection, records: Sequence[RewardRecord]) -> list[Re
         created.append(placed)
     insert_rows(conn, rr, [to_row(r) for r in created], JSON_COLUMNS)
     if created and not pipelined_reads:  # (psycopg: sent with the locked reads)
-        notify_outbox(conn)  # the relay publishes them on commit, not at its next poll
+        notify_outbox(conn, REWARDS)  # the relay publishes them on commit, not at its next poll
     return created
 
 
@@ -80,7 +80,7 @@ def _locked_reads_pipelined(conn: Connection, subject_ids: list[str]) -> tuple[K
         ("SELECT pg_advisory_xact_lock(%s)", (REWARD_LOCK_KEY,)),
         (_STORED_KEYS, (text_array(subject_ids),)),
         (_CHAIN_HEAD, None),
-        NOTIFY_STATEMENT,
+        notify_statement(REWARDS),
     ])
     return _keys(stored), (int(head[0][0]), str(head[0][1])) if head else (0, GENESIS_HASH)
 

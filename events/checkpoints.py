@@ -8,7 +8,7 @@ against the database rather than merely at-least-once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from events.tables import checkpoints as checkpoints_table
 from kernel.db import is_postgres, reading
+from kernel.sql import driver_rows, is_psycopg, text_array
 
 
 class Checkpoints:
@@ -36,7 +37,10 @@ class Checkpoints:
         """The saved positions of ``names`` (0 for those without one), in one query; on
         ``conn`` when given."""
         with reading(self.engine, conn) as own:
-            rows = own.execute(_LOAD_MANY, {"names": list(names)})
+            if is_psycopg(own):
+                rows: Iterable[Sequence[Any]] = driver_rows(own, _LOAD_MANY_SQL, (text_array(names),))
+            else:
+                rows = own.execute(_LOAD_MANY, {"names": list(names)})
             found = {name: int(position) for name, position in rows}
         return {name: found.get(name, 0) for name in names}
 
@@ -84,5 +88,16 @@ def load(conn: Connection, name: str) -> int:
 
 
 def save(conn: Connection, name: str, position: int) -> None:
+    if is_psycopg(conn):
+        driver_rows(conn, _SAVE_SQL, (name, position, datetime.now(UTC)))
+        return
     statement = _SAVE["postgresql" if is_postgres(conn) else "sqlite"]
     conn.execute(statement, {"name": name, "position": position, "updated_at": datetime.now(UTC)})
+
+
+# The relay loads and saves its checkpoints at every step: on psycopg these go to the
+# driver directly (kernel.sql.driver_rows), the same statements as _LOAD_MANY and _SAVE.
+_LOAD_MANY_SQL = "SELECT name, position FROM checkpoints WHERE name = ANY(%s::text[])"
+_SAVE_SQL = ("INSERT INTO checkpoints (name, position, updated_at) VALUES (%s, %s, %s) "
+             "ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, "
+             "updated_at = EXCLUDED.updated_at")

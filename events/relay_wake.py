@@ -30,19 +30,27 @@ from kernel.db import is_postgres
 log = logging.getLogger(__name__)
 
 OUTBOX_CHANNEL = "hcp_outbox"  # the SQL store's append notifies it with its lock (events/sql_append.py)
-# For kernel.sql.pipelined: rides in a writer's existing round trip.
-NOTIFY_STATEMENT: tuple[str, tuple[str, ...]] = ("SELECT pg_notify(%s, '')", (OUTBOX_CHANNEL,))
-_NOTIFY = text("SELECT pg_notify(:channel, '')")
+# What a notification's payload names: the outbox whose table grew (a feed's ``wake``), so
+# that the relay reads only that one; an empty payload (a writer that names none) means
+# every feed.
+EVENTS, REWARDS, CHECKPOINTS = "events", "rewards", "checkpoints"
+_NOTIFY = text("SELECT pg_notify(:channel, :feed)")
 
 # A wait is cut into slices this long so that ``stop`` is honoured promptly (each slice is
 # a poll() on the socket, not a round trip).
 _SLICE_S = 0.25
 
 
-def notify_outbox(conn: Connection) -> None:
-    """Inside an appending transaction: wake the relay when (and only if) it commits."""
+def notify_outbox(conn: Connection, feed: str) -> None:
+    """Inside a transaction appending to ``feed``'s table: wake the relay when (and only
+    if) it commits."""
     if is_postgres(conn):
-        conn.execute(_NOTIFY, {"channel": OUTBOX_CHANNEL})
+        conn.execute(_NOTIFY, {"channel": OUTBOX_CHANNEL, "feed": feed})
+
+
+def notify_statement(feed: str) -> tuple[str, tuple[str, ...]]:
+    """``notify_outbox`` for kernel.sql.pipelined: rides in a writer's existing round trip."""
+    return ("SELECT pg_notify(%s, %s)", (OUTBOX_CHANNEL, feed))
 
 
 class OutboxWaker:
@@ -59,8 +67,9 @@ class OutboxWaker:
         if self.listening:
             self._listener()
 
-    def wait(self, stop: threading.Event, timeout: float, linger: float = 0.0) -> bool:
-        """Until a commit is notified (True), or ``timeout`` passes or ``stop`` is set (False).
+    def wait(self, stop: threading.Event, timeout: float, linger: float = 0.0) -> frozenset[str]:
+        """Until a commit is notified, or ``timeout`` passes or ``stop`` is set: the feeds
+        the notifications named (empty when none came; ``""`` among them: every feed).
 
         After a notification it lingers ``linger`` s, so that a trickle of commits makes one
         relay step (and one Kafka request) rather than one each; then every notification
@@ -71,25 +80,25 @@ class OutboxWaker:
         raw = self._listener() if self.listening else None
         if raw is None:
             stop.wait(timeout)
-            return False
+            return _NONE
         deadline = time.monotonic() + timeout
         try:
-            if _consume_queued(raw):
-                return True
+            if queued := _consume_queued(raw):
+                return queued
             while not stop.is_set():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return False
-                if any(True for _ in raw.notifies(timeout=min(left, _SLICE_S), stop_after=1)):
+                    return _NONE
+                first = {n.payload for n in raw.notifies(timeout=min(left, _SLICE_S), stop_after=1)}
+                if first:
                     if linger > 0:
                         stop.wait(linger)
-                    _consume_queued(raw)  # the rest: the next read covers them
-                    return True
+                    return frozenset(first) | _consume_queued(raw)  # the next read covers them
         except Exception as exc:  # a dead socket fails in driver-specific ways; poll meanwhile
             log.warning("the relay's LISTEN connection failed (%s); polling until it is back", exc)
             self.close()
             stop.wait(max(0.0, deadline - time.monotonic()))
-        return False
+        return _NONE
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -130,15 +139,18 @@ class StepConnection:
         _discard(conn)
 
 
-def _consume_queued(raw: Any) -> bool:
-    """Consume the notifications already received, without waiting; whether there were any.
+def _consume_queued(raw: Any) -> frozenset[str]:
+    """Consume the notifications already received, without waiting: the feeds they named.
 
     One ``notifies(timeout=0)`` polls the socket once and may yield just one of several
     queued notifications (psycopg 3.3): poll until a poll finds none."""
-    found = False
-    while any(True for _ in raw.notifies(timeout=0.0)):
-        found = True
-    return found
+    found: set[str] = set()
+    while polled := {n.payload for n in raw.notifies(timeout=0.0)}:
+        found |= polled
+    return frozenset(found)
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _discard(conn: Connection | None) -> None:

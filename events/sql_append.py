@@ -28,7 +28,7 @@ from events.chain import GENESIS_HASH
 from events.errors import EventLogError
 from events.model import RecordedEvent, iso_time
 from events.numbering import Numbering, Prepared
-from events.relay_wake import OUTBOX_CHANNEL, notify_outbox
+from events.relay_wake import EVENTS, OUTBOX_CHANNEL, notify_outbox
 from events.sql_rows import COLUMNS, COPY_COLUMNS, copy_line, copy_row, event_from_row, to_row
 from events.store import Appended
 from events.stream_heads import Head, LogHead, StreamHeads
@@ -159,7 +159,7 @@ def _locked_reads_pipelined(conn: Connection, ids: str, streams: list[str],
 def _locked_reads(conn: Connection, ids: list[uuid.UUID], streams: list[str],
                   ) -> tuple[Existing, LogHead, Heads]:
     lock_writers(conn, APPEND_LOCK_KEY)  # (a no-op on SQLite; see the module docstring)
-    notify_outbox(conn)  # wakes the relay on commit (a no-op on SQLite)
+    notify_outbox(conn, EVENTS)  # wakes the relay on commit (a no-op on SQLite)
     e = events_table.c
     existing = {row.event_id: event_from_row(row._mapping)
                 for row in conn.execute(select(events_table).where(e.event_id.in_(ids)))} if ids else {}
@@ -184,7 +184,8 @@ _STREAM_HEADS = (
     "LEFT JOIN LATERAL (SELECT e.stream_seq, e.tenant FROM events e WHERE e.stream_id = ids.stream_id "
     "ORDER BY e.stream_seq DESC LIMIT 1) AS h ON true"
 )
-_LOCK_AND_NOTIFY = ("SELECT pg_advisory_xact_lock(%s), pg_notify(%s, '')", (APPEND_LOCK_KEY, OUTBOX_CHANNEL))
+_LOCK_AND_NOTIFY = ("SELECT pg_advisory_xact_lock(%s), pg_notify(%s, %s)",
+                    (APPEND_LOCK_KEY, OUTBOX_CHANNEL, EVENTS))
 # The reads under the lock as one statement, one snapshot: rows tagged by what they are.
 _LOG_ROW, _STREAM_ROW, _STORED_ROW = 0, 1, 2
 _LOG_HEAD_ROW = "(SELECT 0, NULL::text, position, hash::text FROM events ORDER BY position DESC LIMIT 1)"

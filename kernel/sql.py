@@ -127,6 +127,27 @@ def pipelined(conn: Connection, statements: Sequence[tuple[str, Sequence[Any] | 
         raise _as_sqlalchemy_error(conn, statements[0][0], exc, psycopg.Error) from exc
 
 
+def driver_rows(conn: Connection, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Run one small statement (psycopg placeholders) straight on the driver, in the
+    caller's transaction; its rows (psycopg only). For the statements a loop runs many
+    times a second on one connection (the relay's checkpoints and lock check): through
+    SQLAlchemy's execution context each cost three to four times the CPU; psycopg
+    prepares them on the server after a few uses."""
+    import psycopg
+
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    try:
+        cursor = raw.execute(statement, params)
+        return cursor.fetchall() if cursor.description else []
+    except psycopg.Error as exc:
+        raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
+
+
+def is_psycopg(conn: Connection) -> bool:
+    return conn.dialect.driver == "psycopg"
+
+
 def text_array(texts: Iterable[str]) -> str:
     """A ``text[]`` literal of ``texts``, each quoted, its quotes and backslashes escaped:
     psycopg's list dumper costs ~4 us per element in Python (hundreds per statement)."""

@@ -132,3 +132,26 @@ def test_a_chunk_whose_scorer_died_is_taken_up_again(container: Container) -> No
     assert time.monotonic() - died < 3 * GIVE_UP_S
     assert results[0].subjects_scored == 2 * CONVERSATIONS
     assert [p for p, _ in stored(container)] == list(range(1, 2 * CONVERSATIONS + 1))
+
+
+def test_a_step_waits_for_a_hung_scorer_only_so_long(container: Container) -> None:
+    """The scorer of the first chunk holds it and never commits: a worker's step that
+    scored the next chunk gives it up after ``stall_s`` and goes back to its live log,
+    with nothing of its chunk stored."""
+    job = jobs_of(container).start("default", 1)
+    hung = make_engine(container.settings.database_url).connect()
+    hung.execute(text("SELECT pg_advisory_lock(:c, :k)"),
+                 {"c": CHUNK_LOCK_CLASS, "k": chunk_lock_key(job.job_id, 1)})
+    hung.commit()
+    worker = jobs_of(container)
+    worker.stall_s = 0.5
+    try:
+        started = time.monotonic()
+        after = worker.step()
+        waited = time.monotonic() - started
+    finally:
+        hung.close()
+
+    assert after is not None and after.done_position == 0 and after.status == "running"
+    assert 0.5 <= waited < 0.5 + GIVE_UP_S  # the stall limit, not the free-chunk one
+    assert stored(container) == []

@@ -49,6 +49,8 @@ def cli_producer(producer: str) -> str:
 
 
 class OneMessageFeed:
+    wake = ""
+
     def __init__(self, topic: str, value: bytes) -> None:
         self.topic, self.value = topic, value
 
@@ -264,7 +266,7 @@ class CountingStop(threading.Event):
 class TrickleFeed:
     """Two short pages in a row, then nothing: events that commit while a page is in flight."""
 
-    topic = "t.events"
+    topic, wake = "t.events", ""
 
     def __init__(self) -> None:
         self.pages = [[OutboxMessage(1, b"k", b"a")], [OutboxMessage(2, b"k", b"b")]]

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from evaluators.outbox import rewards_table_feed
 from evaluators.rewards import RewardStore
 from events.checkpoints import Checkpoints
-from events.relay import EventsFeed, OutboxMessage, RelayLoop
+from events.relay import EventsFeed, OutboxFeed, OutboxMessage, RelayLoop
 from events.relay_wake import OutboxWaker
 from events.sql_store import SqlEventStore
 from kernel.db import make_engine
@@ -25,9 +26,11 @@ class MemoryPublisher:
     def __init__(self) -> None:
         self.sent: list[OutboxMessage] = []
         self.pages = 0
+        self.topics: list[str] = []  # of each message sent
 
     def publish(self, topic: str, messages: Sequence[OutboxMessage]) -> None:
         self.sent.extend(messages)
+        self.topics.extend(topic for _ in messages)
         self.pages += 1
 
 
@@ -99,7 +102,7 @@ def test_only_a_committed_append_notifies(postgres_url: str) -> None:
     append_many(store, streams=2, per_stream=3)
     append_many(store, streams=2, per_stream=3)
     time.sleep(0.3)  # delivery to a listener is asynchronous: let both arrive
-    assert waker.wait(never, 5.0)
+    assert waker.wait(never, 5.0) == {"events"}  # the feed that grew
     assert not waker.wait(never, 0.2), "queued notifications are consumed by one wake-up"
     waker.close()
     engine.dispose()
@@ -192,6 +195,62 @@ def test_only_a_committed_reward_append_notifies(postgres_url: str) -> None:
         transaction.rollback()
     assert not waker.wait(never, 0.3)
     rewards.record([reward("a"), reward("b")])
-    assert waker.wait(never, 5.0)
+    assert waker.wait(never, 5.0) == {"rewards"}
     waker.close()
+    engine.dispose()
+
+
+class CountedReads:
+    """A feed that counts how often the relay reads it."""
+
+    def __init__(self, feed: OutboxFeed) -> None:
+        self.feed, self.topic, self.wake, self.reads = feed, feed.topic, feed.wake, 0
+
+    def read_after(self, position: int, limit: int, conn: object = None) -> list[OutboxMessage]:
+        self.reads += 1
+        return self.feed.read_after(position, limit, conn)  # type: ignore[arg-type]
+
+
+def test_a_relay_woken_by_events_reads_only_the_event_feed(postgres_url: str) -> None:
+    engine = make_engine(postgres_url)
+    seed_contract_row(engine)
+    store = SqlEventStore(engine)
+    events = CountedReads(EventsFeed(store, "t.events"))
+    rewards = CountedReads(rewards_table_feed(engine, "t.rewards"))
+    publisher = MemoryPublisher()
+    loop = RelayLoop([events, rewards], publisher, Checkpoints(engine), waker=OutboxWaker(engine),
+                     fallback_s=60.0)
+    with running(loop):
+        seconds_until(lambda: events.reads >= 1 and rewards.reads >= 1)  # the first, full read
+        for n in range(1, 6):
+            append_many(store, streams=1, per_stream=1)
+            seconds_until(lambda n=n: len(publisher.sent) == n)
+        assert events.reads >= 6 and rewards.reads == 1  # five wake-ups, each for events only
+        RewardStore(engine).record([reward("a")])
+        seconds_until(lambda: len(publisher.sent) == 6, timeout=5.0)  # its own wake-up
+    assert publisher.topics[-1] == "t.rewards" and rewards.reads == 2
+    engine.dispose()
+
+
+def test_a_feed_whose_notifications_are_lost_is_read_while_others_keep_waking_the_relay(
+        postgres_url: str) -> None:
+    """Events wake the relay every 50 ms, so its wait never times out; the reward feed,
+    whose notifications name a feed the relay does not know, still goes out at the next
+    full read (``fallback_s``)."""
+    engine = make_engine(postgres_url)
+    seed_contract_row(engine)
+    store = SqlEventStore(engine)
+    deaf_rewards = rewards_table_feed(engine, "t.rewards")
+    deaf_rewards.wake = "never-notified"
+    publisher = MemoryPublisher()
+    loop = RelayLoop([EventsFeed(store, "t.events"), deaf_rewards], publisher, Checkpoints(engine),
+                     waker=OutboxWaker(engine), fallback_s=0.5)
+    with running(loop):
+        time.sleep(0.6)  # past the first full read
+        RewardStore(engine).record([reward("a")])
+        started = time.monotonic()
+        while "t.rewards" not in publisher.topics:
+            assert time.monotonic() - started < 3.0, "the reward feed was starved"
+            append_many(store, streams=1, per_stream=1)
+            time.sleep(0.05)
     engine.dispose()

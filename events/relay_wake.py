@@ -5,13 +5,16 @@ Polling every 50 ms cost the relay about two dozen database round trips per idle
 feeds and its checkpoints). On a small machine those compete for the CPUs with the API
 and PostgreSQL, and they still left up to 50 ms between a commit and the relay's read.
 
-On PostgreSQL every append transaction instead issues ``pg_notify(OUTBOX_CHANNEL, '')``.
+On PostgreSQL every append transaction instead issues ``pg_notify(OUTBOX_CHANNEL, feed)``.
 PostgreSQL delivers a notification only when its transaction commits (never for a rolled
 back one) and the relay, which LISTENs on a dedicated connection, wakes as soon as it
-arrives. A notification carries no data and only means "read again": the rows stay the
-truth, so one lost (the listening connection dropped, a writer that does not notify)
-costs latency, never an event, because the relay also reads after ``fallback_s`` without
-one. SQLite has no notifications; its relay keeps polling.
+arrives. A notification carries only the name of the outbox that grew (``EVENTS``,
+``REWARDS``, ``CHECKPOINTS``: a feed's ``wake``), and means "read that one again": the
+relay woken by single appends reads the event log alone, not also two empty tables at
+every step. The rows stay the truth, so one lost (the listening connection dropped, a
+writer that does not notify) costs latency, never a message, because the relay also
+reads every feed after ``fallback_s`` without one, however busy the others keep it.
+SQLite has no notifications; its relay keeps polling.
 """
 
 from __future__ import annotations

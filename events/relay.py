@@ -58,7 +58,9 @@ class OutboxFeed(Protocol):
     """A source of messages for one topic, ordered by a gapless commit-ordered position."""
 
     topic: str
-    wake: str  # the payload its writers notify with (events/relay_wake.py); "" for none
+    # The payload its writers notify with (events/relay_wake.py); "": they do not notify,
+    # and the feed is read at every step.
+    wake: str
 
     def read_after(self, position: int, limit: int,
                    conn: Connection | None = None) -> list[OutboxMessage]:
@@ -157,7 +159,8 @@ class RelayLoop:
 
     def step(self, wakes: frozenset[str] | None = None) -> list[Progress]:
         """Relay at most one page of each feed; with ``wakes`` (what woke the relay: the
-        feeds notified), of those feeds only, unless no feed has been read for ``fallback_s``.
+        feeds notified), of those feeds only (and those whose writers do not notify),
+        unless no full read has been made for ``fallback_s``.
 
         Woken by single appends, the relay steps a hundred times a second, and the feeds
         nobody wrote to cost an empty read each (a quarter of the relay's CPU, when
@@ -167,7 +170,7 @@ class RelayLoop:
         if wakes is None or "" in wakes or now - self._full_read_at >= self.fallback_s:
             feeds, self._full_read_at = self.feeds, now
         else:
-            feeds = [feed for feed in self.feeds if feed.wake in wakes]
+            feeds = [feed for feed in self.feeds if not feed.wake or feed.wake in wakes]
         # Re-read each time: the rows are the truth (an operator may reset one to replay).
         # All feeds' in one query, and every query of the step on one connection: the
         # relay steps many times a second while it follows the log, and every round trip

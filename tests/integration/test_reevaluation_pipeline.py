@@ -23,12 +23,18 @@ CONVERSATIONS, CHUNK = 6, 9  # two-turn conversations of 9 events: 2 rewards eac
 
 @pytest.fixture
 def container(database_url: str) -> Iterator[Container]:
+    built = seeded(database_url)
+    yield built
+    built.close()
+
+
+def seeded(database_url: str) -> Container:
+    """``CONVERSATIONS`` conversations, then the default contract published."""
     built = Container(Settings(database_url=database_url, kafka_bootstrap=""), make_engine(database_url))
     for _ in range(CONVERSATIONS):
         conversation(built.store, turns=2)
     publish(built.contracts, contract_text())
-    yield built
-    built.close()
+    return built
 
 
 def jobs_of(container: Container) -> Reevaluations:

@@ -15,34 +15,17 @@ from sqlalchemy import text
 
 from evaluators import reevaluation as jobs_module
 from evaluators.chunk_claims import CHUNK_LOCK_CLASS, chunk_lock_key
-from evaluators.reevaluation import GIVE_UP_S, Job, Reevaluations
-from evaluators.rewards import RewardQuery, RewardStore
+from evaluators.reevaluation import GIVE_UP_S, Job
 from hcp.bootstrap import Container
-from hcp.settings import Settings
 from kernel.db import make_engine
-from tests.unit.evaluators.factories import contract_text, conversation, publish
-
-CONVERSATIONS, CHUNK = 8, 9  # two-turn conversations of 9 events: 2 rewards each
+from tests.integration.test_reevaluation_pipeline import CHUNK, CONVERSATIONS, jobs_of, seeded, stored
 
 
 @pytest.fixture
 def container(postgres_url: str) -> Iterator[Container]:
-    built = Container(Settings(database_url=postgres_url, kafka_bootstrap=""), make_engine(postgres_url))
-    for _ in range(CONVERSATIONS):
-        conversation(built.store, turns=2)
-    publish(built.contracts, contract_text())
+    built = seeded(postgres_url)
     yield built
     built.close()
-
-
-def jobs_of(container: Container) -> Reevaluations:
-    return Reevaluations(container.engine, container.store, container.contracts,
-                         RewardStore(container.engine), chunk_positions=CHUNK)
-
-
-def stored(container: Container) -> list[tuple[int, str]]:
-    found = RewardStore(container.engine).find(RewardQuery("default", 1, limit=10_000))
-    return [(r.position or 0, r.subject_id) for r in found]
 
 
 def slow_scoring(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:

@@ -16,9 +16,9 @@ ended, and progress (done/to) is always what is durable.
 Several processes share a job (the evaluator processes between their polls, a CLI
 run): each claims the next chunk nobody is scoring (evaluators/chunk_claims.py: a
 PostgreSQL session lock per chunk, freed when its process dies), so consecutive chunks
-are scored at once on as many cores, and each waits for the chunk before it to commit.
-A chunk whose predecessor is left free (its process died) is given up and claimed again
-later, from the progress. ``run`` saves each chunk in the background while it scores its
+are scored at once on as many cores, and each waits for the chunk before it to commit
+(evaluators/chunk_commits.py). A chunk whose predecessor is left free (its process died)
+is given up and claimed again later, from the progress. ``run`` saves each chunk in the background while it scores its
 next one (one save in flight, as the live worker saves its batches: evaluators/saving.py).
 """
 
@@ -28,12 +28,11 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
@@ -42,7 +41,8 @@ from contract.problems import ContractInvalid
 from contract.rubric import ExpressionError
 from contract.versions import PUBLISHED, ContractVersions, VersionConflict
 from evaluators.active import compile_version
-from evaluators.chunk_claims import Claim, claim_chunk, held_elsewhere
+from evaluators.chunk_claims import Claim, claim_chunk
+from evaluators.chunk_commits import commit_in_order
 from evaluators.reevaluation_model import (
     DEGRADED,
     FAILED,
@@ -63,10 +63,6 @@ from kernel.db import is_postgres
 
 log = logging.getLogger(__name__)
 
-WAIT_S = 0.01  # how often a scored chunk looks whether the job's progress has reached it
-# How long the chunk before a scored one may stand free, the progress not moving, before
-# the scored chunk is given up (its scorer died; a live one holds it until its commit).
-GIVE_UP_S = 1.0
 STALL_S = 60.0  # the longest a scored chunk waits for the progress to move at all
 
 
@@ -228,58 +224,8 @@ class Reevaluations:
         return Chunk(job.job_id, claim.start, claim.end, records, Tally.of(len(subjects), records))
 
     def _commit(self, chunk: Chunk) -> Job | None:
-        """The chunk's rewards and the job's progress in one transaction, once the job's
-        progress has reached the chunk (the chunks before it may be committing from other
-        processes): the job as committed, or as found when it moved past the chunk (done
-        elsewhere) or stopped running. None when the chunk is given up, to be claimed
-        again from the progress: nobody has held the chunk before it for ``GIVE_UP_S``
-        while the progress stood still (its process died), or the progress has stood
-        still for ``stall_s`` even so (its process hangs: the waiter, an evaluator between
-        polls, goes back to the live log)."""
-        stood_at, stood_since, free_since = -1, 0.0, None
-        while True:
-            committed = self._commit_now(chunk)
-            if committed is not None:
-                return committed
-            job = self.get(chunk.job_id)
-            if job is None or job.status != RUNNING or job.done_position >= chunk.start:
-                return job  # done elsewhere, or stopped
-            if job.done_position == chunk.start - 1:
-                continue  # the chunk before committed just now
-            now = time.monotonic()
-            if job.done_position != stood_at:
-                stood_at, stood_since, free_since = job.done_position, now, None
-            if held_elsewhere(self.engine, job.job_id, job.done_position + 1):
-                free_since = None
-            elif free_since is None:
-                free_since = now
-            if (free_since is not None and now - free_since >= GIVE_UP_S
-                    or now - stood_since >= self.stall_s):
-                return None
-            time.sleep(WAIT_S)
-
-    def _commit_now(self, chunk: Chunk) -> Job | None:
-        """The commit if the job's progress is right before the chunk (or the chunk fails
-        the job); None, with nothing written, otherwise."""
-        with self.engine.connect() as conn, conn.begin() as transaction:
-            running = (jobs.c.job_id == chunk.job_id) & (jobs.c.status == RUNNING)
-            if chunk.failure is not None:
-                moved = conn.execute(jobs.update().where(running).values(
-                    status=FAILED, error=chunk.failure, updated_at=datetime.now(UTC))).rowcount
-            else:
-                moved = conn.execute(jobs.update().where(
-                    running, jobs.c.done_position == chunk.start - 1).values(**_progress(chunk))).rowcount
-            if moved != 1:
-                transaction.rollback()
-                return None
-            self.rewards.record(chunk.records, conn)
-            job = job_of_row(conn.execute(select(jobs).where(jobs.c.job_id == chunk.job_id)).one())
-            if job.status == RUNNING and job.done_position >= job.to_position:
-                status, error = self._verdict(Tally.of_job(job))
-                conn.execute(jobs.update().where(jobs.c.job_id == job.job_id).values(
-                    status=status, error=error))
-                job = replace(job, status=status, error=error)
-        return job
+        """``commit_in_order`` (evaluators/chunk_commits.py) for this worker's chunk."""
+        return commit_in_order(self.engine, self.rewards, chunk, self._verdict, self.stall_s)
 
     def _verdict(self, tally: Tally) -> tuple[str, str | None]:
         """Failed when errors dominate the applicable subjects, degraded above the
@@ -310,13 +256,3 @@ def _collect(saves: BackgroundSave[Any]) -> None:
         saves.wait()
     except Exception as exc:  # noqa: BLE001 (the failure being raised says more)
         log.warning("the re-evaluation chunk being saved was not stored either (%s)", exc)
-
-
-def _progress(chunk: Chunk) -> dict[str, Any]:
-    """The job's columns as the chunk's commit moves them: the counts are added in SQL (the
-    chunks of a job may be scored in several processes, each knowing only its own)."""
-    tally, c = chunk.tally, jobs.c
-    return {"done_position": chunk.end, "subjects_scored": c.subjects_scored + tally.scored,
-            "subjects_errored": c.subjects_errored + tally.errored,
-            "subjects_skipped": c.subjects_skipped + tally.skipped,
-            "error": func.coalesce(c.error, tally.sample), "updated_at": datetime.now(UTC)}

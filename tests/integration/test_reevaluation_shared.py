@@ -15,7 +15,8 @@ from sqlalchemy import text
 
 from evaluators import reevaluation as jobs_module
 from evaluators.chunk_claims import CHUNK_LOCK_CLASS, chunk_lock_key
-from evaluators.reevaluation import GIVE_UP_S, Job
+from evaluators.chunk_commits import GIVE_UP_S
+from evaluators.reevaluation import Job
 from hcp.bootstrap import Container
 from kernel.db import make_engine
 from tests.integration.test_reevaluation_pipeline import CHUNK, CONVERSATIONS, jobs_of, seeded, stored

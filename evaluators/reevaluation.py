@@ -18,8 +18,9 @@ run): each claims the next chunk nobody is scoring (evaluators/chunk_claims.py: 
 PostgreSQL session lock per chunk, freed when its process dies), so consecutive chunks
 are scored at once on as many cores, and each waits for the chunk before it to commit
 (evaluators/chunk_commits.py). A chunk whose predecessor is left free (its process died)
-is given up and claimed again later, from the progress. ``run`` saves each chunk in the background while it scores its
-next one (one save in flight, as the live worker saves its batches: evaluators/saving.py).
+is given up and claimed again later, from the progress. ``run`` saves each chunk in the
+background while it scores its next one (one save in flight, as the live worker saves
+its batches: evaluators/saving.py).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ result exact (a second process only repeats work).
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from evaluators.reevaluation_model import RUNNING, Job
 from kernel.db import is_postgres
+
+log = logging.getLogger(__name__)
 
 # The class half of the two-key advisory locks of chunks ("HCPR"): apart from the
 # single-key locks of the event and reward stores.
@@ -65,10 +68,14 @@ def claim_chunk(engine: Engine, read_job: Callable[[], Job | None], chunk_positi
             if start <= after:
                 continue
             guard = engine.connect()
-            if not _try_lock(guard, job.job_id, start):
-                guard.close()
-                continue
-            fresh = read_job()
+            try:
+                if not _try_lock(guard, job.job_id, start):
+                    guard.close()
+                    continue
+                fresh = read_job()
+            except BaseException:
+                _release(guard, job.job_id, start)  # (a lock it may hold ends with it)
+                raise
             if fresh is not None and fresh.status == RUNNING and fresh.done_position < start:
                 return Claim(fresh, start, min(start + chunk_positions - 1, fresh.to_position), guard)
             _release(guard, job.job_id, start)
@@ -82,18 +89,30 @@ def claim_chunk(engine: Engine, read_job: Callable[[], Job | None], chunk_positi
 def held_elsewhere(engine: Engine, job_id: str, start: int) -> bool:
     """Whether another session holds the chunk of ``job_id`` that starts at ``start``
     (on SQLite, never)."""
-    with engine.connect() as probe:
-        if not is_postgres(probe):
-            return False
-        if not _try_lock(probe, job_id, start):
-            return True
-        _unlock(probe, job_id, start)
+    if not is_postgres(engine):
         return False
+    probe = engine.connect()
+    try:
+        taken = _try_lock(probe, job_id, start)
+    except BaseException:
+        probe.close()
+        raise
+    if not taken:
+        probe.close()
+        return True
+    _release(probe, job_id, start)
+    return False
 
 
 def _release(guard: Connection, job_id: str, start: int) -> None:
+    """Unlock and give the connection back; if the unlock fails, the connection is
+    closed for good instead (its session, and a lock it may still hold, end with it: a
+    pooled connection must never carry a chunk's lock to its next user)."""
     try:
         _unlock(guard, job_id, start)
+    except Exception as exc:  # noqa: BLE001 (released either way; said, not raised)
+        log.warning("unlocking chunk %s of job %s failed (%s): dropping its connection", start, job_id, exc)
+        guard.invalidate()
     finally:
         guard.close()
 

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
+from evaluators import chunk_claims
 from evaluators import reevaluation as jobs_module
-from evaluators.chunk_claims import CHUNK_LOCK_CLASS, chunk_lock_key
+from evaluators.chunk_claims import CHUNK_LOCK_CLASS, chunk_lock_key, claim_chunk, held_elsewhere
 from evaluators.chunk_commits import GIVE_UP_S
 from evaluators.reevaluation import Job
 from hcp.bootstrap import Container
@@ -139,3 +140,25 @@ def test_a_step_waits_for_a_hung_scorer_only_so_long(container: Container) -> No
     assert after is not None and after.done_position == 0 and after.status == "running"
     assert 0.5 <= waited < 0.5 + GIVE_UP_S  # the stall limit, not the free-chunk one
     assert stored(container) == []
+
+
+def test_a_claim_whose_unlock_fails_takes_its_lock_away_with_its_connection(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its connection is closed for good, not pooled with the chunk's lock still held."""
+    job = jobs_of(container).start("default", 1)
+    claim = claim_chunk(container.engine, lambda: jobs_of(container).get(job.job_id), CHUNK)
+    assert claim is not None and claim.start == 1
+    assert held_elsewhere(container.engine, job.job_id, 1)
+
+    def failing(*args: object) -> None:
+        raise RuntimeError("the unlock's round trip fails")
+
+    monkeypatch.setattr(chunk_claims, "_unlock", failing)
+    claim.release()
+    monkeypatch.undo()
+
+    # Asked from another pool: one of this pool's connections would get a lock its own
+    # session held again (they are re-entrant), and say it was free either way.
+    other = make_engine(container.settings.database_url)
+    assert not held_elsewhere(other, job.job_id, 1)  # gone with the connection
+    other.dispose()

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from audit.merkle import HASH_SIZE, NodeId
 from audit.nodestore import MissingNodeError, Node, NodeStore, NodeStoreError, StaleTreeError
 from audit.tables import merkle_nodes as mn
-from kernel.db import is_postgres, reading
+from kernel.db import is_postgres, is_psycopg, reading
 from kernel.sql import copy_text, insert_rows
 
 READ_CHUNK = 400  # (level, idx) pairs per SQLite query: 800 parameters, under its limit
@@ -79,7 +79,7 @@ class SqlNodeStore(NodeStore):
             if size != old_size:
                 raise StaleTreeError(f"tree has size {size}, the append started from {old_size}")
             try:
-                if conn.dialect.driver == "psycopg":
+                if is_psycopg(conn):
                     # COPY text written here: two rows per event, and the driver's
                     # formatting of each value had cost more than hashing them.
                     copy_text(conn, mn.name, ("level", "idx", "hash"),

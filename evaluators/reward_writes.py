@@ -33,7 +33,7 @@ from evaluators.model import RewardRecord, errors_text
 from evaluators.tables import reward_records as rr
 from events.relay_wake import REWARDS, notify_outbox, notify_statement
 from kernel.clock import utc
-from kernel.db import is_postgres
+from kernel.db import is_postgres, is_psycopg
 from kernel.sql import insert_rows, lock_writers, pipelined, text_array
 
 REWARD_LOCK_KEY = 0x484350525744  # "HCPRWD"; the event log uses "HCPLOG"
@@ -51,7 +51,7 @@ def append_rewards(conn: Connection, records: Sequence[RewardRecord]) -> list[Re
     templates = [link_template(r) for r in records]  # the chain's work that needs no lock
     # Held until this transaction commits: the next writer reads the head only after
     # our rows are visible, so positions commit in order and without gaps.
-    pipelined_reads = conn.dialect.driver == "psycopg"
+    pipelined_reads = is_psycopg(conn)
     if pipelined_reads:
         seen, (position, prev_hash) = _locked_reads_pipelined(conn, subject_ids)
     else:

@@ -18,8 +18,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
 from events.tables import checkpoints as checkpoints_table
-from kernel.db import is_postgres, reading
-from kernel.sql import driver_rows, is_psycopg, text_array
+from kernel.db import is_postgres, is_psycopg, reading
+from kernel.sql import driver_rows, text_array
 
 
 class Checkpoints:

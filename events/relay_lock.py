@@ -25,8 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from kernel.db import is_postgres
-from kernel.sql import driver_rows, is_psycopg
+from kernel.db import is_postgres, is_psycopg
+from kernel.sql import driver_rows
 
 log = logging.getLogger(__name__)
 

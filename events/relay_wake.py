@@ -28,7 +28,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from kernel.db import is_postgres
+from kernel.db import is_postgres, is_psycopg
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class OutboxWaker:
 
     def __init__(self, engine: Engine, channel: str = OUTBOX_CHANNEL) -> None:
         self.engine, self.channel = engine, channel
-        self.listening = is_postgres(engine) and engine.dialect.driver == "psycopg"
+        self.listening = is_postgres(engine) and is_psycopg(engine)
         self._conn: Connection | None = None
 
     def start(self) -> None:

@@ -34,6 +34,7 @@ from events.store import Appended
 from events.stream_heads import Head, LogHead, StreamHeads
 from events.tables import events as events_table
 from kernel.clock import utcnow
+from kernel.db import is_psycopg
 from kernel.sql import copy_rows, copy_text, insert_few, insert_rows, lock_writers, pipelined, text_array
 
 # Any constant works; it only has to be the same for every writer of this database.
@@ -61,7 +62,7 @@ def append_learning(conn: Connection, batches: Sequence[Sequence[Prepared]],
     transaction has committed."""
     items = [item for batch in batches for item in batch]
     streams = list(dict.fromkeys(item.new.stream_id for item in items))
-    psycopg = conn.dialect.driver == "psycopg"
+    psycopg = is_psycopg(conn)
     if psycopg:
         ids = "{" + ",".join(dict.fromkeys(item.id_text for item in items)) + "}"
         existing, log_head, heads = _locked_reads_pipelined(

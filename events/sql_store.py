@@ -21,7 +21,7 @@ from events.store import Appended, ChainLink, Closer, EventStore
 from events.stream_heads import StreamHeads
 from events.tables import events as events_table
 from events.wire_rows import WireEvent, read_wire_postgres, wire_event, wire_query
-from kernel.db import is_postgres, reading
+from kernel.db import is_postgres, is_psycopg, reading
 from kernel.sql import head as last_position
 
 __all__ = ["SqlEventStore", "event_from_row"]
@@ -106,7 +106,7 @@ class SqlEventStore(EventStore):
         from the rows without decoding the payloads (events/wire_rows.py); on ``conn``
         when given (the relay step's own)."""
         with reading(self.engine, conn) as own:
-            if self._postgres and own.dialect.driver == "psycopg":
+            if self._postgres and is_psycopg(own):
                 return read_wire_postgres(own, after, limit)
             return [wire_event(row) for row in own.execute(wire_query(after, limit))]
 

@@ -117,6 +117,11 @@ def is_postgres(engine_or_conn: Any) -> bool:
     return bool(engine_or_conn.dialect.name == "postgresql")
 
 
+def is_psycopg(engine_or_conn: Any) -> bool:
+    """PostgreSQL through psycopg: the raw-driver paths (pipelines, COPY, LISTEN) apply."""
+    return bool(engine_or_conn.dialect.driver == "psycopg")
+
+
 # --- append-only guard -----------------------------------------------------------
 
 PG_REFUSE_FUNCTION = """

@@ -144,10 +144,6 @@ def driver_rows(conn: Connection, statement: str, params: Sequence[Any]) -> list
         raise _as_sqlalchemy_error(conn, statement, exc, psycopg.Error) from exc
 
 
-def is_psycopg(conn: Connection) -> bool:
-    return conn.dialect.driver == "psycopg"
-
-
 def text_array(texts: Iterable[str]) -> str:
     """A ``text[]`` literal of ``texts``, each quoted, its quotes and backslashes escaped:
     psycopg's list dumper costs ~4 us per element in Python (hundreds per statement)."""

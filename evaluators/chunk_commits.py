@@ -40,15 +40,14 @@ def commit_in_order(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict:
     or as found when it moved past the chunk (done elsewhere) or stopped running; None
     when the chunk is given up (see the module docstring)."""
     stood_at, stood_since, free_since = -1, 0.0, None
-    while True:
-        committed = commit_now(engine, rewards, chunk, verdict)
-        if committed is not None:
-            return committed
+    committed = commit_now(engine, rewards, chunk, verdict)  # (most chunks: at once)
+    while committed is None:
         job = _job(engine, chunk.job_id)
         if job is None or job.status != RUNNING or job.done_position >= chunk.start:
             return job  # done elsewhere, or stopped
-        if job.done_position == chunk.start - 1:
-            continue  # the chunk before committed just now
+        if job.done_position == chunk.start - 1:  # the chunk before has committed
+            committed = commit_now(engine, rewards, chunk, verdict)
+            continue
         now = time.monotonic()
         if job.done_position != stood_at:
             stood_at, stood_since, free_since = job.done_position, now, None
@@ -59,6 +58,7 @@ def commit_in_order(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict:
         if free_since is not None and now - free_since >= GIVE_UP_S or now - stood_since >= stall_s:
             return None
         time.sleep(WAIT_S)
+    return committed
 
 
 def commit_now(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict: Verdict) -> Job | None:

@@ -24,7 +24,9 @@ def upgrade(revision: str = typer.Argument("head")) -> None:
 @app.command()
 def current() -> None:
     """Print the schema revision the database is at, and the one this release needs."""
-    url = get_settings().resolved_database_url
+    settings = get_settings()
+    migrate.require_database(settings)
+    url = settings.resolved_database_url
     engine = make_engine(url)
     typer.echo(f"database: {migrate.current_revision(engine) or 'none'}; "
                f"release needs: {migrate.head_revision(url)}")

@@ -36,7 +36,8 @@ def demo(
     config = DemoConfig(model=model if model != "tiny" else "tiny",
                         specialists=tuple(s.strip() for s in specialists.split(",") if s.strip()),
                         generations=generations, train_tasks=train_tasks, held_out=held_out,
-                        k=k, temperature=temperature, seed=seed, v2_after=v2_after, out_dir=out,
+                        k=k, temperature=temperature, seed=seed, v2_after=v2_after,
+                        out_dir=out.resolve() if out else None,
                         device=device)
     if stack:
         from cli.demo_stack import run_stack_demo

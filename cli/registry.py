@@ -145,7 +145,9 @@ def alias_resolve(specialist: str, alias: str = typer.Argument("production")) ->
 def base_register(path: Path, name: str = typer.Option(..., "--name", "-n")) -> None:
     """Register a local model directory (hashes its weight files)."""
     with cli_parts() as parts:
-        print_json(parts.registry.register_base_model(name, path, cli_actor()).to_json())
+        # Resolved against the working directory here: the registry reads a relative path
+        # as one under the models root, which a path typed at a shell is not.
+        print_json(parts.registry.register_base_model(name, path.resolve(), cli_actor()).to_json())
 
 
 @base_app.command("build-tiny")
@@ -155,7 +157,7 @@ def base_build_tiny(name: str = typer.Option("tiny", "--name", "-n"),
     """Build the tiny local causal LM (no download) and register it."""
     from trainer.ml.tiny_model import build_tiny_base_model
 
-    target = directory or get_settings().data_dir / "models" / name
+    target = directory.resolve() if directory else get_settings().resolved_models_dir / name
     path = build_tiny_base_model(target, seed=seed)
     with cli_parts() as parts:
         print_json(parts.registry.register_base_model(name, path, cli_actor()).to_json())

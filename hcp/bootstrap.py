@@ -31,7 +31,7 @@ from audit.sources import AuditSources
 from audit.sql_nodestore import SqlNodeStore
 from audit.upstream import Upstream
 from evaluators.seal import RewardSeals
-from hcp.migrate import require_schema_at_head
+from hcp.migrate import require_database, require_schema_at_head
 from hcp.services import Services
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
@@ -135,7 +135,11 @@ class Container(Services):
 
 
 def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Container:
+    """Every service over the configured database, which must exist already: only
+    `hcp db upgrade` (or the demo, which runs it) creates one, so a mistyped
+    ``HCP_DATA_DIR`` is refused instead of read as an empty log."""
     settings = settings or get_settings()
+    require_database(settings)
     engine = make_engine(settings.resolved_database_url)
     if check_schema:
         require_schema_at_head(engine)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
@@ -12,11 +13,19 @@ from sqlalchemy.engine import Engine
 
 import migrations
 
+if TYPE_CHECKING:
+    from hcp.settings import Settings
+
 MIGRATIONS_DIR = Path(migrations.__file__).parent
 
 
 class SchemaNotAtHead(RuntimeError):
     pass
+
+
+class DatabaseMissing(SchemaNotAtHead):
+    """The embedded database file does not exist (a mistyped ``HCP_DATA_DIR``, or
+    `hcp db upgrade` never ran)."""
 
 
 def alembic_config(url: str) -> Config:
@@ -48,3 +57,15 @@ def require_schema_at_head(engine: Engine) -> None:
             f"database schema is at revision {current or 'none'}, this release needs {head}: "
             "run `hcp db upgrade`"
         )
+
+
+def require_database(settings: Settings) -> None:
+    """Refuse an embedded database file that does not exist yet; connecting would create
+    an empty one and every read would report on nothing."""
+    if settings.database_url:
+        return
+    path = settings.data_dir / "hcp.sqlite3"
+    if not path.exists():
+        raise DatabaseMissing(
+            f"no database at {path} (HCP_DATA_DIR={settings.data_dir}): "
+            "`hcp db upgrade` creates one; check HCP_DATA_DIR if you expected one there")

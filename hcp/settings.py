@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from kernel.json_input import JsonLimits
@@ -116,6 +116,13 @@ class Settings(BaseSettings):
                     '"log_file_path": "ol.jsonl", "append": true}, {"type": "http", "url": …} or '
                     '{"type": "kafka", "topic": …, "config": {"bootstrap.servers": …}}')
 
+    @field_validator("data_dir", "artifact_dir", "models_dir", "checkpoint_key_file")
+    @classmethod
+    def _absolute(cls, path: Path | None) -> Path | None:
+        # Resolved once, here: every core sees absolute paths only, so a root joined with a
+        # path that already starts with it (a relative one) cannot happen downstream.
+        return None if path is None else path.expanduser().resolve()
+
     @model_validator(mode="after")
     def _refuse_embedded_in_production(self) -> Settings:
         # An embedded SQLite file is fine for a laptop, never for the system of record.
@@ -127,7 +134,7 @@ class Settings(BaseSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.data_dir / 'hcp.sqlite3').resolve()}"
+        return f"sqlite:///{self.data_dir / 'hcp.sqlite3'}"
 
     @property
     def json_limits(self) -> JsonLimits:

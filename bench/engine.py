@@ -10,8 +10,9 @@ five-criterion, one-gate contract. Per repeat, alternating which goes first:
 * engine: ``evaluate_subject(compiled, input)`` for every subject (applies_to, criteria
   and gates under fuel, deadline and size limits, aggregation, split, eligibility);
 * peer: the same expressions compiled by plain ``cel.compile`` from their source, each
-  executed with a dict of only the variables it reads (eligibility with the score), no
-  limits, no aggregation;
+  executed with a dict of only the variables it reads, no limits; eligibility with the
+  weighted mean of the criteria as its score, its verdict remembered by score and split
+  as the engine remembers it (the same memo on both sides);
 * both again with ``build_input`` (the subject digested into variables) inside the clock;
 * rubric: only the ``rubric.evaluate`` calls ``evaluate_subject`` makes (the CEL side with
   its limits), to tell them apart from the scaffolding in contract/evaluate.py.
@@ -34,7 +35,7 @@ from evaluate import CONTRACT, conversation_events  # bench/evaluate.py, beside 
 
 from contract import rubric
 from contract.document import parse_contract
-from contract.evaluate import CompiledContract, compile_contract, evaluate_subject
+from contract.evaluate import CompiledContract, compile_contract, criterion_weights, evaluate_subject
 from contract.inputs import build_input
 from contract.subject import Subject, finished_subjects
 from events.model import RecordedEvent
@@ -58,18 +59,37 @@ def subjects(conversations: int) -> list[Subject]:
 
 
 def direct_peer(compiled: CompiledContract) -> Callable[[dict[str, Any]], None]:
-    """Plain CEL on the authors' sources: only the variables each one reads, no limits."""
-    items = [*compiled.criteria.values(), *compiled.gates.values()]
-    if compiled.when is not None:
-        items.insert(0, compiled.when)
-    programs = [(cel.compile(e.source), sorted(e.variables)) for e in items]
+    """Plain CEL on the authors' sources: only the variables each one reads, no limits.
+
+    Like for like with the engine: eligibility reads the score the criteria give (their
+    weighted mean, 0 when a gate is false), and where the rule reads nothing but ``score``
+    and ``split`` its verdict is remembered by those two, as ``evaluate_subject`` remembers
+    it (contract/evaluate.py ``_eligibility``)."""
+    weights = criterion_weights(compiled.document)
+    total = sum(weights.values())
+    criteria = [(cel.compile(e.source), sorted(e.variables), weights[key])
+                for key, e in compiled.criteria.items()]
+    gates = [(cel.compile(e.source), sorted(e.variables)) for e in compiled.gates.values()]
+    when = None if compiled.when is None else (cel.compile(compiled.when.source),
+                                               sorted(compiled.when.variables))
     eligible = cel.compile(compiled.eligible.source)
-    eligible_reads = sorted(compiled.eligible.variables - {"score"})
+    eligible_reads = sorted(compiled.eligible.variables - {"score", "split"})
+    memo: dict[tuple[float, str], object] | None = {} if not eligible_reads else None
 
     def run(variables: dict[str, Any]) -> None:
-        for program, names in programs:
-            program.execute({name: variables[name] for name in names})
-        eligible.execute({"score": 0.7, **{name: variables[name] for name in eligible_reads}})
+        if when is not None and not when[0].execute({n: variables[n] for n in when[1]}):
+            return
+        weighted = sum(weight * program.execute({n: variables[n] for n in names})
+                       for program, names, weight in criteria)
+        passed = all([program.execute({n: variables[n] for n in names}) for program, names in gates])
+        score = weighted / total if passed else 0.0
+        key = (score, "train")
+        if memo is not None and key in memo:
+            return
+        verdict = eligible.execute({"score": score, "split": "train",
+                                    **{n: variables[n] for n in eligible_reads}})
+        if memo is not None:
+            memo[key] = verdict
 
     return run
 

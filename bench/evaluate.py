@@ -13,9 +13,11 @@ feedback) and prints:
   every subject is scored and committed: rewards/s and events/s; and, in runs of their own,
   as many processes as cores, each reading a share of the log (`hcp evaluator
   --processes N`), from when all are built until the last has drained its share;
-* ceiling: in the same run, reading the same N events from the store and COPYing the same
-  number of reward rows into a bare table shaped like reward_records (no keys, no
-  triggers, no scoring); and the ratio;
+* ceiling: in the same run, with as many processes as the evaluator ran, reading the same
+  N events from the store (with more than one process, each reads its share as the
+  evaluator processes read theirs) and COPYing the same number of reward rows into a bare
+  table shaped like reward_records (no keys, no triggers, no scoring); and the ratio, which
+  a perfect evaluator would bring to 1.0 at any process count;
 * both read the log after one untimed read of it (see ``warm_up``);
 * re-evaluation: a second version published, its history job run to the end (one
   process: `hcp contract reevaluate`'s run; more: the evaluator processes find the
@@ -53,6 +55,7 @@ from evaluators.tables import reward_records
 from events.feed import DatabaseLogReader
 from events.log_share import LogShare
 from events.model import EventMetadata, NewEvent
+from events.sql_store import SqlEventStore
 from hcp import migrate
 from hcp.bootstrap import Container
 from hcp.settings import Settings
@@ -151,9 +154,9 @@ def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tu
               f"{totals.events / seconds:,.0f} events/s ({engine_seconds / seconds / processes:.0%} "
               f"of it in the contract engine: inputs and CEL)")
 
-        ceiling = ceiling_rate(container, rewards, totals.rewards)
-        print(f"ceiling:      read {events:,} events + bulk-insert {totals.rewards:,} reward rows "
-              f"into a bare table: {ceiling:,.0f} rows/s")
+        ceiling = ceiling_rate(container, rewards, totals.rewards, url, processes, args.batch)
+        print(f"ceiling, {_processes(processes)}: read {events:,} events + bulk-insert "
+              f"{totals.rewards:,} reward rows into a bare table: {ceiling:,.0f} rows/s")
         print(f"ratio:        {rate / ceiling:.3f}")
         publish(container, 2)
         if processes == 1:  # as `hcp contract reevaluate` runs it
@@ -358,15 +361,67 @@ def warm_up(container: Container) -> None:
         pass
 
 
-def ceiling_rate(container: Container, rewards: RewardStore, count: int) -> float:
+def ceiling_rate(container: Container, rewards: RewardStore, count: int, url: str,
+                 processes: int = 1, batch: int = DEFAULT_BATCH) -> float:
     """Read every event, then bulk-insert ``count`` reward-shaped rows into a bare table
-    (COPY on PostgreSQL, the reward store's own path; executemany on SQLite)."""
+    (COPY on PostgreSQL, the reward store's own path; executemany on SQLite). With more
+    than one process, each reads its share of the log and COPYs its part of the rows, in
+    processes of its own, timed as ``drain_in_processes`` times the evaluator's."""
     bare, rows = ceiling_rows(container, rewards, count)
+    if processes > 1:
+        container.engine.dispose()  # (forked next: no connection may be shared)
+        return count / ceiling_in_processes(url, bare, rows, processes, batch)
     started = time.perf_counter()
     read = ceiling_work(container, bare, rows)
     seconds = time.perf_counter() - started
     assert read == container.store.head()
     return count / seconds
+
+
+def ceiling_in_processes(url: str, bare: Table, rows: Rows, count: int, batch: int) -> float:
+    """The ceiling's work split as the evaluator processes split theirs: share K of N reads
+    its share of the log ``batch`` events at a time (``read_share``, the evaluator's own
+    read) and COPYs every N-th row. Seconds from when all are ready to when the last is
+    done."""
+    context = multiprocessing.get_context("fork")
+    ready, finished, start = context.Queue(), context.Queue(), context.Event()
+    children = [context.Process(target=_ceiling_share,
+                                args=(url, bare, rows[k::count], LogShare(k, count), batch,
+                                      ready, start, finished))
+                for k in range(count)]
+    for child in children:
+        child.start()
+    for _ in children:
+        ready.get(timeout=600)
+    started = time.perf_counter()
+    start.set()
+    results = [finished.get(timeout=3600) for _ in children]
+    seconds = time.perf_counter() - started
+    for child in children:
+        child.join()
+    if any(isinstance(r, str) for r in results):
+        raise SystemExit(f"a ceiling process failed: {[r for r in results if isinstance(r, str)]}")
+    return seconds
+
+
+def _ceiling_share(url: str, bare: Table, rows: Rows, share: LogShare, batch: int,
+                   ready: Any, start: Any, done: Any) -> None:
+    try:
+        engine = make_engine(url)
+        store = SqlEventStore(engine)
+        head = store.head()
+        ready.put(share.index)
+        start.wait()
+        after = 0
+        while after < head:
+            _, after = store.read_share(share, after, batch)
+        with engine.begin() as conn:
+            insert_rows(conn, bare, rows, JSON_COLUMNS)
+        engine.dispose()
+        done.put(share.index)
+    except BaseException as exc:  # reported to the parent, which stops the bench
+        done.put(f"share {share}: {exc!r}")
+        raise
 
 
 Rows = list[dict[str, Any]]

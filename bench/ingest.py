@@ -9,7 +9,10 @@ be idle (at most --idle-wait s), creates throw-away databases and topics, and me
 
 * end to end: HTTP batches -> PostgreSQL -> relay -> Kafka, until the relay's checkpoint
   (moved only after every ack) covers the last event; peer: pyeventsourcing's Application
-  saving the same events in-process into PostgreSQL, same batch size;
+  saving the same events in-process into PostgreSQL, same batch size. So this compares a
+  pipeline of several processes (the API, the relay and its tree builder) that also does
+  HTTP, the hash chain and Kafka, with a library called from one thread of this process
+  that does none of them;
 * store append: SqlEventStore.append in batches of --append-batch; peer: pyeventsourcing's
   PostgreSQL recorder (insert_events) on the same events (and its Application);
 * HTTP: POST /v1/events from --clients threads, relay not running; peer: ingest()

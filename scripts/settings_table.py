@@ -21,7 +21,6 @@ from typing import Any
 
 import annotated_types
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "configuration.md"
@@ -68,7 +67,7 @@ def type_text(field: FieldInfo) -> str:
 
 
 def default_text(field: FieldInfo) -> str:
-    value = field.default_factory() if field.default is PydanticUndefined else field.default
+    value = field.get_default(call_default_factory=True, validated_data={})
     if value is None:
         return "unset"
     if value == "":

@@ -116,7 +116,7 @@ def build_harness(demo: Demo, base_model: str, adapters: AdapterSource | None = 
     contract = parse_contract(EXAMPLE_CONTRACT.read_text())
     version = demo.contracts.latest_published(CONTRACT).version
     return TaskHarness(pool, adapters or RegistryAdapters(c.resolver, c.artifacts), sink,
-                       contract.harness, f"{CONTRACT}@{version}")
+                       contract.harness, f"{CONTRACT}@{version}", sandbox=c.code_sandbox)
 
 
 def release_memory() -> None:

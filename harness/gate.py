@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.checks import run_checks
+from harness.checks.sandbox import CodeSandbox
 from harness.session import ANSWER_EVENT_TYPES, answer_events, storable, task_of
 from harness.tasks import Task
 from harness.tasks.catalog import FAMILIES
@@ -45,8 +46,9 @@ def family_name(task: Task) -> str:
 class TasksRolloutHarness:
     replaces = ANSWER_EVENT_TYPES
 
-    def __init__(self, target: RolloutTarget, batch_size: int = 64) -> None:
-        self.target, self.batch_size = target, batch_size
+    def __init__(self, target: RolloutTarget, batch_size: int = 64,
+                 sandbox: CodeSandbox | None = None) -> None:
+        self.target, self.batch_size, self.sandbox = target, batch_size, sandbox
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         raise ValueError("the tasks harness answers recorded tasks, not bare prompts")
@@ -78,10 +80,10 @@ class TasksRolloutHarness:
 
     def respond(self, cases: Sequence[RolloutCase], texts: Sequence[str]) -> list[Answer]:
         tasks = [case_task(c) for c in cases]
-        checks = run_checks([t.check for t in tasks], list(texts))
+        checks = run_checks([t.check for t in tasks], list(texts), self.sandbox)
         return [Answer(text, tuple(answer_events(task, check)))
                 for task, text, check in zip(tasks, texts, checks, strict=True)]
 
 
-def tasks_harness(target: RolloutTarget) -> TasksRolloutHarness:
-    return TasksRolloutHarness(target)
+def tasks_harness(target: RolloutTarget, sandbox: CodeSandbox | None = None) -> TasksRolloutHarness:
+    return TasksRolloutHarness(target, sandbox=sandbox)

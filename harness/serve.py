@@ -24,6 +24,7 @@ from typing import Protocol
 from contract.sections import Harness as HarnessSettings
 from events.ingest import ClientEvent
 from harness.checks import run_checks
+from harness.checks.sandbox import CodeSandbox
 from harness.pool import ModelPool
 from harness.router import Route, route
 from harness.session import Served, session_events, storable
@@ -79,8 +80,8 @@ def route_task(settings: HarnessSettings, task: Task) -> Route:
 class TaskHarness:
     def __init__(self, pool: ModelPool, adapters: AdapterSource, sink: Sink,
                  settings: HarnessSettings, contract_ref: str,
-                 batch_size: int = SERVE_BATCH_ROWS) -> None:
-        self.pool, self.adapters, self.sink = pool, adapters, sink
+                 batch_size: int = SERVE_BATCH_ROWS, sandbox: CodeSandbox | None = None) -> None:
+        self.pool, self.adapters, self.sink, self.sandbox = pool, adapters, sink, sandbox
         self.settings, self.contract_ref, self.batch_size = settings, contract_ref, batch_size
         self.stats = ServeStats()
 
@@ -122,7 +123,7 @@ class TaskHarness:
                              seed=seed, stop=STOPS[fam.stop], stats=gen, device=self.pool.device)
         started = time.perf_counter()
         texts = [storable(s.text) for s in samples]
-        checks = run_checks([tasks[s.prompt_index].check for s in samples], texts)
+        checks = run_checks([tasks[s.prompt_index].check for s in samples], texts, self.sandbox)
         self.stats.check_s += time.perf_counter() - started
         self.stats.generate_s += gen.seconds
         self.stats.new_tokens += gen.new_tokens

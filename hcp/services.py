@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -36,6 +36,7 @@ from events.model import RecordedEvent
 from events.relay import EventsFeed, OutboxFeed
 from events.sql_store import SqlEventStore
 from events.store import Appender, EventStore
+from harness.checks.sandbox import CodeSandbox
 from harness.gate import NAME as TASKS_HARNESS
 from harness.gate import tasks_harness
 from hcp.health import DependencyProbes
@@ -70,7 +71,12 @@ class Services:
 
     def __post_init__(self) -> None:
         # The gate's "tasks" rollout harness lives above the trainer: wired here.
-        register_harness(TASKS_HARNESS, tasks_harness)
+        register_harness(TASKS_HARNESS, partial(tasks_harness, sandbox=self.code_sandbox))
+
+    @cached_property
+    def code_sandbox(self) -> CodeSandbox:
+        """The boundary model-written code runs behind, for the harness and the gate."""
+        return CodeSandbox(allow_unsandboxed=self.settings.unsafe_run_model_code_without_sandbox)
 
     # --- the log and contracts ---------------------------------------------------------
 

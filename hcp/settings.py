@@ -108,6 +108,10 @@ class Settings(BaseSettings):
         "process (sessions end when it restarts; set it when several processes serve)")
     console_session_minutes: int = Field(
         30, ge=1, le=720, description="How long a console sign-in lasts")
+    unsafe_run_model_code_without_sandbox: bool = Field(
+        False, description="Run model-written code (the coding checks, the gate) where "
+        "bubblewrap cannot make its namespaces, behind only an in-process hook and rlimits: "
+        "UNSAFE, the code can then reach the network and read what this user can")
     openlineage_namespace: str = Field(
         "hcp", description="OpenLineage namespace of the exported jobs and datasets")
     openlineage_transport: dict[str, Any] = Field(
@@ -115,6 +119,27 @@ class Settings(BaseSettings):
         description='openlineage-python transport config as JSON, e.g. {"type": "file", '
                     '"log_file_path": "ol.jsonl", "append": true}, {"type": "http", "url": …} or '
                     '{"type": "kafka", "topic": …, "config": {"bootstrap.servers": …}}')
+    serving_contract: str = Field(
+        "default", description="The contract whose serving versions configure POST "
+        "/v1/chat/completions: system prompts, skills, tools, router, generation limits")
+    serving_backend: Literal["embedded", "vllm"] = Field(
+        "embedded", description="Who generates chat answers: `embedded` (PEFT in the API or "
+        "`hcp gateway` process) or `vllm` (a vLLM OpenAI server at HCP_VLLM_URL)")
+    serving_device: str = Field(
+        "", description="The embedded backend's device (cpu, cuda, cuda:1); empty: CUDA when present")
+    serving_precision: Literal["auto", "fp32", "bf16"] = Field(
+        "auto", description="The embedded base's dtype: auto is bf16 on CUDA, fp32 on a CPU")
+    serving_batch_window_ms: float = Field(
+        5.0, ge=0, le=1000, description="How long a chat request waits for others to share "
+        "its decoding batch (mixed adapters decode together)")
+    serving_max_batch_rows: int = Field(32, ge=1, le=1024, description="Most requests one "
+                                        "decoding batch holds")
+    serving_max_adapters: int = Field(16, ge=1, description="Adapters the embedded pool keeps "
+                                      "loaded per base model (least recently used go first)")
+    serving_timeout_s: float = Field(300.0, gt=0, description="Longest a chat generation may "
+                                     "take, queueing included")
+    vllm_url: str = Field("", description="The vLLM OpenAI server the vllm backend forwards to, "
+                          "started with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True")
 
     @field_validator("data_dir", "artifact_dir", "models_dir", "checkpoint_key_file")
     @classmethod

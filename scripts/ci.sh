@@ -13,6 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { echo "ci.sh: $*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # ------------------------------------------------------------------ environment
 PYTHON="python3.11"
@@ -32,11 +33,17 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 step "pip install -e '.[dev,train]'"
 python -m pip install -q -e '.[dev,train]'
 
+# The coding checks run model-written code behind bubblewrap; tests/redteam/ attacks it.
+if ! command -v bwrap >/dev/null; then
+  step "apt-get install bubblewrap (the coding checks' sandbox)"
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap
+fi
+
 # The console's browser tests drive Chromium from Debian's packages through Playwright's
 # Python package (never `playwright install`, which would download a browser).
 if [ ! -x /usr/bin/chromium ]; then
   step "apt-get install chromium chromium-driver (for the console's browser tests)"
-  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
   as_root apt-get update -q
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
 fi

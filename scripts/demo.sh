@@ -14,6 +14,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 command -v python3.11 >/dev/null || { echo "demo.sh: python3.11 not found" >&2; exit 1; }
+# The coding checks run model-written code only behind bubblewrap (docs/security.md).
+if ! command -v bwrap >/dev/null; then
+  echo "demo.sh: installing bubblewrap (the coding checks' sandbox) with apt-get" >&2
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -q >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >&2
+fi
 [ -x .venv/bin/python ] || python3.11 -m venv .venv
 .venv/bin/python -m pip install -q -e '.[train]'
 exec .venv/bin/hcp demo "$@"

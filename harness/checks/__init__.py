@@ -3,7 +3,8 @@
 Every check returns a ``CheckResult`` (``result.py``). The harness records it as an
 ``x.check`` event beside the answer, which is what the contract's criteria read. The
 checks are pure functions of (spec, answer), except ``python_tests``, which runs the
-answer in the sandbox subprocess (``sandbox.py``); that is why they take a batch.
+answer behind an operating-system boundary (``sandbox.py``) and compares what it returned
+outside it; that is why they take a batch.
 
 Kinds: ``python_tests`` (coding: hidden unit tests), ``ui_spec`` (genui: JSON Schema and
 the components asked for), ``tool_call`` (agent: the allowlisted tool's JSON Schema and
@@ -17,7 +18,7 @@ from typing import Any
 
 from harness.checks import formats, schemas
 from harness.checks.result import CheckResult, extract_block
-from harness.checks.sandbox import run_python_tests
+from harness.checks.sandbox import CodeSandbox, run_python_tests
 
 __all__ = ["CheckResult", "extract_block", "run_checks"]
 
@@ -29,11 +30,15 @@ PURE_CHECKS = {
 KINDS = ("python_tests", *PURE_CHECKS)
 
 
-def run_checks(specs: Sequence[dict[str, Any]], answers: Sequence[str]) -> list[CheckResult]:
-    """One result per (spec, answer), in order; the code checks share one sandbox run.
+def run_checks(specs: Sequence[dict[str, Any]], answers: Sequence[str],
+               sandbox: CodeSandbox | None = None) -> list[CheckResult]:
+    """One result per (spec, answer), in order; each code answer runs in a sandbox of its
+    own (``sandbox``: the boundary and limits; default: bubblewrap, refusing to run
+    without it).
 
     Raises:
         ValueError: a spec of an unknown kind.
+        SandboxUnavailable: code answers and no boundary to run them behind.
     """
     unknown = sorted({s.get("kind", "?") for s in specs} - set(KINDS))
     if unknown:
@@ -42,7 +47,7 @@ def run_checks(specs: Sequence[dict[str, Any]], answers: Sequence[str]) -> list[
     code = [i for i, s in enumerate(specs) if s["kind"] == "python_tests"]
     jobs = [{"code": extract_block(answers[i]), "entry": specs[i]["entry"],
              "tests": specs[i]["tests"]} for i in code]
-    for i, raw in zip(code, run_python_tests(jobs), strict=True):
+    for i, raw in zip(code, run_python_tests(jobs, sandbox), strict=True):
         results[i] = _code_result(raw, len(specs[i]["tests"]))
     for i, spec in enumerate(specs):
         if i not in results:
@@ -58,6 +63,6 @@ def _code_result(raw: dict[str, Any], n_tests: int) -> CheckResult:
         "tests_passed": passed / n_tests,
         "timed_out": float(raw["error"] == "timeout"),
     }
-    ok = bool(raw["defined"]) and passed == n_tests
+    ok = bool(raw["results"]) and all(raw["results"])
     detail = "" if ok else str(raw["error"] or "wrong output")
     return CheckResult("python_tests", ok, scores["tests_passed"], scores, detail)

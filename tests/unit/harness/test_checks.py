@@ -1,9 +1,10 @@
-"""The checks on model-written answers; the sandbox stops what a small model gets wrong."""
+"""The checks on model-written answers; the sandbox stops what a small model gets wrong
+(what an adversary tries is in tests/redteam/)."""
 
 from __future__ import annotations
 
 from harness.checks import run_checks
-from harness.checks.sandbox import run_python_tests
+from harness.checks.sandbox import CodeSandbox, SandboxLimits, run_python_tests
 from harness.tasks import draw
 from harness.tasks.catalog import FAMILIES
 
@@ -11,7 +12,8 @@ TESTS = [{"args": [2], "expected": 4}, {"args": [3], "expected": 9}]
 
 
 def run(code: str) -> dict:
-    (result,) = run_python_tests([{"code": code, "entry": "sq", "tests": TESTS}], timeout_s=1.0)
+    sandbox = CodeSandbox(SandboxLimits(timeout_s=1.0))
+    (result,) = run_python_tests([{"code": code, "entry": "sq", "tests": TESTS}], sandbox)
     return result
 
 

@@ -11,6 +11,7 @@ SCOPES = (
     "events:write", "events:read", "audit:read", "audit:write",
     "contracts:write", "contracts:read", "rewards:read",
     "registry:read", "registry:write", "train:write", "lineage:read",
+    "chat:write",  # POST /v1/chat/completions, /v1/feedback, GET /v1/models (docs/serving.md)
 )
 
 

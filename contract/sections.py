@@ -106,6 +106,14 @@ def digest_of(value: StoredText | str) -> str:
     return value.digest if isinstance(value, StoredText) else value
 
 
+class Generation(Section):
+    """Limits of what a served answer may cost (``POST /v1/chat/completions``)."""
+
+    max_tokens: Annotated[int, Field(ge=1, le=8192)] = 256  # a request may ask for fewer
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.0  # when the request names none
+    max_temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 2.0
+
+
 class Harness(Section):
     base_model: Annotated[str, Field(min_length=1)]
     base_model_digest: Digest | None = None
@@ -115,6 +123,20 @@ class Harness(Section):
     hooks: list[Hook] = []
     prompts: dict[Name, TextOrDigest] = {}
     skills: dict[Name, TextOrDigest] = {}
+    # Added later: left out of the canonical form when unset, so documents written before
+    # it keep their content hash.
+    generation: Generation | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("generation") is None:
+            data.pop("generation", None)
+        return data
+
+    @property
+    def limits(self) -> Generation:
+        return self.generation or Generation()
 
     @field_validator("tool_allowlist")
     @classmethod

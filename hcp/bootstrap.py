@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.asof import AsOf
 from audit.auditor import Auditor
@@ -42,6 +42,9 @@ from trainer.registry.records import RegistryRecords
 from trainer.runs.celery_app import make_celery
 from trainer.triggers.log import FiringLog
 from trainer.triggers.records import FiringRecords
+
+if TYPE_CHECKING:
+    from serving.gateway import ChatGateway
 
 
 @dataclass
@@ -132,6 +135,15 @@ class Container(Services):
     @cached_property
     def audit_jobs(self) -> AuditJobs:
         return AuditJobs()
+
+    # --- serving -----------------------------------------------------------------------
+
+    @cached_property
+    def chat(self) -> ChatGateway:
+        """The chat gateway (docs/serving.md); torch loads on its first generation."""
+        from hcp.serving_root import build_gateway
+
+        return build_gateway(self)
 
 
 def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Container:

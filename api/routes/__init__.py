@@ -4,6 +4,7 @@ from api.routes import (
     approvals,
     artifacts,
     audit,
+    chat,
     compare,
     contracts,
     dryrun,
@@ -21,4 +22,4 @@ from api.routes import registry as registry_routes
 ROUTERS = [health.router, events.router, audit.router, proofs.router, contracts.router,
            registry_routes.router, rewards.router, dryrun.router, jobs.router, lineage.router,
            artifacts.router,
-           serving.router, compare.router, policies.router, approvals.router]
+           serving.router, compare.router, policies.router, approvals.router, chat.router]

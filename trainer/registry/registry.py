@@ -190,6 +190,14 @@ class Registry:
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
+    def adapter_ids_of_artifact(self, sha256: str) -> list[str]:
+        """The versions registered with artifact ``sha256``, oldest first (the same bytes
+        may be registered twice, e.g. for two specialists)."""
+        av = adapter_versions.c
+        query = select(av.adapter_id).where(av.artifact_sha256 == sha256).order_by(av.event_position)
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
     def versions(self, adapter_ids: Iterable[str],
                  conn: Connection | None = None) -> dict[str, AdapterVersion]:
         """The stored versions among ``adapter_ids``, by id, in a few batched queries."""

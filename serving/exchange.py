@@ -1,0 +1,131 @@
+"""The events one chat exchange records, in the built-in harness's vocabulary. Pure.
+
+Opening (before the model runs): ``session.started`` when the turn starts an episode,
+``tool.result`` for each tool message the client sent back since the model's last
+answer, ``turn.user`` for the user's message (with the ``context`` the model was given
+before it on an episode's first turn, which is what a successor is trained on), and
+``route.decided`` (specialist, router scores and strategy, adapter version, id and
+digest, contract version and hash). Closing (after it ran): ``turn.assistant`` (text,
+token counts, latency, finish reason, digest) and ``tool.called`` for a tool call. So
+the subjects the evaluators cut (a turn closes at the next ``turn.user``, an episode
+at ``episode.completed``) are the ones the built-in harness's sessions make.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from events.ingest import ClientEvent
+from harness.session import storable
+from kernel.errors import Invalid
+from serving.choice import Choice
+from serving.openai_shapes import ChatRequest, ToolSpec
+from serving.prompting import ToolCall
+from serving.sessions import SessionState
+
+HARNESS_NAME = "hcp-gateway"
+
+
+class MessagesInvalid(Invalid):
+    field = "messages"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    text: str
+    tool_call: ToolCall | None
+    prompt_tokens: int
+    completion_tokens: int
+    finish: str  # stop | length | tool_calls
+    latency_ms: float
+
+
+@dataclass
+class Exchange:
+    session: SessionState
+    choice: Choice
+    request: ChatRequest
+    messages: list[dict[str, str]]  # what the model is given, contract system message first
+    tools: list[ToolSpec]  # the request's tools this specialist may call
+    assistant_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.function.name for t in self.tools]
+
+    @property
+    def completion_id(self) -> str:
+        return f"chatcmpl-{self.assistant_id.hex}"
+
+    def _event(self, kind: str, payload: dict[str, Any], n: int) -> ClientEvent:
+        c = self.choice
+        event_id = self.assistant_id if kind == "turn.assistant" else uuid.uuid5(
+            self.assistant_id, f"{n}:{kind}")
+        return ClientEvent(stream_id=self.session.stream_id, type=kind, payload=payload,
+                           event_id=event_id, specialist=c.specialist,
+                           adapter_version=c.adapter_version, contract=c.config.ref,
+                           correlation_id=self.session.session_id)
+
+    def opening(self) -> list[ClientEvent]:
+        items: list[tuple[str, dict[str, Any]]] = []
+        if not self.session.episode_open:
+            items.append(("session.started", {"harness": HARNESS_NAME, "user": self.request.user}))
+        items += [("tool.result", r) for r in tool_results(self.request)]
+        last = self.request.messages[-1]
+        if last.role == "user":
+            payload: dict[str, Any] = {"text": storable(last.text)}
+            if not self.session.episode_open:
+                payload["context"] = [{"role": m["role"], "content": storable(m["content"])}
+                                      for m in self.messages[:-1]]
+            if self.tool_names:
+                payload["tools"] = self.tool_names
+            items.append(("turn.user", payload))
+        items.append(("route.decided", self.route_payload()))
+        return [self._event(kind, payload, n) for n, (kind, payload) in enumerate(items)]
+
+    def route_payload(self) -> dict[str, Any]:
+        c = self.choice
+        return {"specialist": c.specialist, "adapter_version": c.adapter_version,
+                "adapter_id": c.adapter_id, "adapter_digest": c.digest, "alias": c.alias,
+                "served_base": c.served_base, "contract": c.config.ref,
+                "contract_hash": c.config.content_hash, "scores": c.route.scores,
+                "fallback": c.route.fallback, "strategy": c.strategy, "model": c.requested,
+                "notes": c.notes}
+
+    def closing(self, outcome: Outcome) -> list[ClientEvent]:
+        c = self.choice
+        items: list[tuple[str, dict[str, Any]]] = [("turn.assistant", {
+            "text": outcome.text, "tokens": outcome.completion_tokens,
+            "prompt_tokens": outcome.prompt_tokens, "latency_ms": round(outcome.latency_ms, 3),
+            "finish_reason": outcome.finish, "model": c.adapter_version,
+            "adapter_digest": c.digest})]
+        if outcome.tool_call is not None:
+            call = outcome.tool_call
+            items.append(("tool.called", {"call_id": call.call_id, "tool": call.name,
+                                          "arguments": call.arguments}))
+        return [self._event(kind, payload, 100 + n) for n, (kind, payload) in enumerate(items)]
+
+
+def tool_results(request: ChatRequest) -> list[dict[str, Any]]:
+    """The tool messages after the model's last answer: the results of its tool calls."""
+    results = []
+    for message in reversed(request.messages):
+        if message.role != "tool":
+            if message.role == "assistant":
+                break
+            continue
+        results.append({"call_id": message.tool_call_id or "", "ok": True,
+                        "output": storable(message.text)})
+    return list(reversed(results))
+
+
+def check_turn(request: ChatRequest) -> None:
+    """The conversation must end with what the model answers: a user or a tool message."""
+    role = request.messages[-1].role
+    if role not in ("user", "tool"):
+        exc = MessagesInvalid(f"the last message is from '{role}'; it must be the user's or a "
+                              "tool's result")
+        exc.field = f"messages[{len(request.messages) - 1}].role"
+        raise exc

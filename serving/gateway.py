@@ -1,0 +1,112 @@
+"""The chat gateway: a request in, the right adapter's answer out, the exchange recorded.
+
+``prepare`` does everything that can refuse a request before the model runs (the model
+name, the session, the messages, the tools, the choice of adapter); ``generate`` runs
+the backend; recording goes through ``record`` (the ingest path, in the caller's
+tenant). A recording that fails fails the request (``RecordingFailed``, a 503): an
+answer is never served unrecorded. Non-streamed answers record opening and closing
+events in one batch after generating; streamed ones record the opening before the first
+byte and the closing before the last (``api.routes.chat``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from events.ingest import Author, ClientEvent
+from harness.session import storable
+from kernel.errors import DomainError
+from serving.batcher import Delta, GenResult
+from serving.choice import Choice, Chooser
+from serving.exchange import Exchange, Outcome, check_turn
+from serving.names import parse_model
+from serving.openai_shapes import ChatRequest
+from serving.prompting import chat_messages, check_tools, offered_tools, system_text, tool_call_in
+from serving.sessions import Sessions
+
+log = logging.getLogger(__name__)
+
+
+class RecordingFailed(DomainError):
+    """The exchange could not be recorded: nothing is served (HTTP 503)."""
+
+    code = "recording_failed"
+
+
+class Backend(Protocol):
+    name: str
+
+    def generate(self, choice: Choice, messages: list[dict[str, str]], max_new_tokens: int,
+                 temperature: float, seed: int | None, stops: list[str],
+                 on_delta: Delta | None) -> GenResult:
+        """The model's answer to ``messages`` with the adapter ``choice`` names."""
+
+
+Record = Callable[[Sequence[ClientEvent], Author], None]
+
+
+@dataclass
+class ChatGateway:
+    chooser: Chooser
+    sessions: Sessions
+    backend: Backend
+    record_events: Record
+
+    def prepare(self, request: ChatRequest, author: Author, session_header: str | None) -> Exchange:
+        check_turn(request)
+        ref = parse_model(request.model)
+        session = self.sessions.for_request(session_header, request.user, author.tenant)
+        if ref.kind == "auto" and request.messages[-1].role == "tool" and session.last_specialist:
+            ref = parse_model(session.last_specialist)  # a tool's result goes back to its caller
+        choice = self.chooser.choose(ref, routing_text(request))
+        harness = choice.config.harness
+        check_tools(harness, request)
+        tools = offered_tools(harness, choice.specialist, request)
+        messages = chat_messages(system_text(harness, choice.specialist, tools), request.messages)
+        return Exchange(session, choice, request, messages, tools)
+
+    def generate(self, exchange: Exchange, on_delta: Delta | None = None) -> Outcome:
+        request, limits = exchange.request, exchange.choice.config.harness.limits
+        wanted = request.token_limit or limits.max_tokens
+        temperature = limits.temperature if request.temperature is None else request.temperature
+        started = time.perf_counter()
+        tools = exchange.tools
+        result = self.backend.generate(
+            exchange.choice, exchange.messages, min(wanted, limits.max_tokens),
+            min(temperature, limits.max_temperature), request.seed, request.stop or [],
+            None if tools else on_delta)  # a tool call is known only at the end
+        text = storable(result.text)
+        call = tool_call_in(text, tools)
+        finish = "tool_calls" if call else result.finish
+        if tools and on_delta is not None and call is None and text:
+            on_delta(text)
+        return Outcome(text, call, result.prompt_tokens, result.completion_tokens, finish,
+                       (time.perf_counter() - started) * 1000)
+
+    def record(self, events: Sequence[ClientEvent], author: Author) -> None:
+        try:
+            self.record_events(events, author)
+        except Exception as exc:
+            log.exception("recording a chat exchange failed")
+            raise RecordingFailed(f"the exchange could not be recorded, so it is not served: "
+                                  f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+
+    def complete(self, request: ChatRequest, author: Author,
+                 session_header: str | None) -> tuple[Exchange, Outcome]:
+        """A whole non-streamed exchange: prepared, generated, recorded in one batch."""
+        exchange = self.prepare(request, author, session_header)
+        outcome = self.generate(exchange)
+        self.record([*exchange.opening(), *exchange.closing(outcome)], author)
+        return exchange, outcome
+
+
+def routing_text(request: ChatRequest) -> str:
+    """What the router reads: the client's system messages and the user's last message
+    (the application a request arrives in is part of what routes it)."""
+    systems = [m.text for m in request.messages if m.role in ("system", "developer")]
+    users = [m.text for m in request.messages if m.role == "user"]
+    return "\n".join([*systems, users[-1] if users else ""])

@@ -1,0 +1,136 @@
+"""The OpenAI Chat Completions shapes the gateway takes and answers with. Pure.
+
+Only what the gateway acts on is modelled; unknown request fields are ignored, as
+OpenAI-compatible servers do (clients send ``frequency_penalty``, ``logprobs`` ...), but
+a known field of the wrong type is a 422 naming it. Content given as a list of parts
+keeps its text parts (images are refused: the base model reads text).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_MESSAGES = 256
+MAX_STOPS = 4
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class FunctionSpec(_In):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")]
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolSpec(_In):
+    type: Literal["function"] = "function"
+    function: FunctionSpec
+
+
+class FunctionCall(_In):
+    name: str
+    arguments: str = "{}"  # JSON text, as OpenAI sends it
+
+
+class ToolCallIn(_In):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(_In):
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[ToolCallIn] | None = None
+    tool_call_id: str | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _text_parts(cls, content: Any) -> Any:
+        if not isinstance(content, list):
+            return content
+        if any(part.get("type") != "text" for part in content):
+            raise ValueError("only text content parts are served (the model reads text)")
+        return "".join(str(part.get("text", "")) for part in content)
+
+    @property
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else ""
+
+
+class StreamOptions(_In):
+    include_usage: bool = False
+
+
+class ChatRequest(_In):
+    model: str | None = None
+    messages: Annotated[list[Message], Field(min_length=1, max_length=MAX_MESSAGES)]
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
+    max_completion_tokens: Annotated[int | None, Field(ge=1)] = None
+    temperature: Annotated[float | None, Field(ge=0.0, le=2.0)] = None
+    top_p: Annotated[float | None, Field(gt=0.0, le=1.0)] = None
+    seed: int | None = None
+    stop: list[str] | None = None  # one string is taken as a list of one
+    n: Annotated[int, Field(ge=1, le=1)] = 1
+    tools: list[ToolSpec] | None = None
+    tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
+    user: Annotated[str | None, Field(max_length=256)] = None
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _stops(cls, stop: Any) -> Any:
+        stops = [stop] if isinstance(stop, str) else stop
+        if isinstance(stops, list) and (len(stops) > MAX_STOPS or any(not s for s in stops)):
+            raise ValueError(f"at most {MAX_STOPS} non-empty stop sequences")
+        return stops
+
+    @property
+    def token_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+def tool_call_json(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def completion_json(completion_id: str, model: str, text: str | None,
+                    tool_calls: list[dict[str, Any]], finish: str, prompt_tokens: int,
+                    completion_tokens: int, extra: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {"id": completion_id, "object": "chat.completion", "created": int(time.time()),
+            "model": model, "system_fingerprint": extra.get("adapter_digest"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish,
+                         "logprobs": None}],
+            "usage": usage_json(prompt_tokens, completion_tokens), "hcp": extra}
+
+
+def usage_json(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def chunk_json(completion_id: str, model: str, created: int, delta: dict[str, Any],
+               finish: str | None, fingerprint: str | None) -> dict[str, Any]:
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+            "model": model, "system_fingerprint": fingerprint,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+
+def usage_chunk_json(completion_id: str, model: str, created: int, prompt_tokens: int,
+                     completion_tokens: int) -> dict[str, Any]:
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+            "model": model, "choices": [], "usage": usage_json(prompt_tokens, completion_tokens)}

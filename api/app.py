@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.docs_ui import router as docs_router
 from api.errors import install_error_handlers
 from api.gate import RequestGate
 from api.metrics import Metrics
@@ -34,13 +35,16 @@ def create_app(container: Container | None = None, *, served: bool = False) -> F
         if owned:
             app.state.container.close()
 
-    app = FastAPI(title="HCP contract and versioning server", version="0.1.0", lifespan=lifespan)
+    # docs_url/redoc_url off: FastAPI's pages load from a CDN; api/docs_ui.py serves them offline.
+    app = FastAPI(title="HCP contract and versioning server", version="0.1.0", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.metrics = Metrics()
     if container is not None:
         app.state.container = container
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(docs_router)  # /docs, /redoc
     app.include_router(console_router)  # the pages under /console (and /, /ui, /dashboard)
     # Added before the timing middleware, so it runs inside it: refusals are timed too.
     app.add_middleware(RequestGate)

@@ -30,9 +30,11 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from access.key_log import KEY_PROJECTIONS, ApiKeyCreated, ApiKeyRevoked, agrees_with_log, key_stream
 from access.principal import SCOPES, Principal
 from access.tables import api_keys
-from events.model import EventMetadata, NewEvent
+from events.model import EventMetadata
+from events.projections.sql import write_in
 from events.store import EventStore
 from kernel.clock import utc, utcnow
 from kernel.errors import Conflict, Invalid, NotFound
@@ -82,10 +84,6 @@ class KeyInfo:
                     else v) for k, v in self.__dict__.items()}
 
 
-def key_stream(key_id: str) -> str:
-    return f"api_key:{key_id}"
-
-
 class ApiKeys:
     """The keys of one database: issue, list, revoke, and check (the API asks on every request)."""
 
@@ -116,16 +114,14 @@ class ApiKeys:
             raise Invalid(f"expiry {expires_at.isoformat()} is not in the future")
         key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
         expiry = utc(expires_at) if expires_at else None
-        row = {"key_id": key_id, "secret_sha256": _digest(secret), "scopes": sorted(set(scopes)),
-               "label": label, "tenant": tenant, "created_at": now, "expires_at": expiry}
+        created = ApiKeyCreated(key_id=key_id, scopes=sorted(set(scopes)), label=label, tenant=tenant,
+                                expires_at=expiry.isoformat() if expiry else None,
+                                secret_sha256=_digest(secret))
         with self.engine.begin() as conn:
             if label is not None and conn.execute(
                     select(api_keys.c.key_id).where(api_keys.c.label == label)).first():
                 raise KeyConflict(f"the label '{label}' names another key; labels are unique")
-            conn.execute(api_keys.insert().values(**row))
-            self._journal(conn, key_id, "api_key.created", actor, {
-                "key_id": key_id, "scopes": row["scopes"], "label": label, "tenant": tenant,
-                "expires_at": expiry.isoformat() if expiry else None})
+            self._journal(conn, created, actor)
         return f"{KEY_PREFIX}_{key_id}_{secret}"
 
     def all_keys(self) -> list[KeyInfo]:
@@ -149,10 +145,7 @@ class ApiKeys:
                 raise KeyNotFound(f"no key '{key_id}'")
             if row.revoked_at is not None:
                 raise KeyConflict(f"key '{key_id}' was revoked at {utc(row.revoked_at).isoformat()}")
-            event = self._journal(conn, key_id, "api_key.revoked", actor,
-                                  {"key_id": key_id, "reason": reason})
-            conn.execute(update(api_keys).where(api_keys.c.key_id == key_id).values(
-                revoked_at=event.recorded_at, revoked_by=actor, revoked_reason=reason))
+            self._journal(conn, ApiKeyRevoked(key_id=key_id, reason=reason), actor)
         self._cache.pop(key_id, None)
         return self.get(key_id)
 
@@ -201,6 +194,12 @@ class ApiKeys:
         if row is None:
             self._cache.pop(key_id, None)
             return None  # unknown ids are not cached: they would fill the cache
+        disagreement = agrees_with_log(self.store, row)
+        if disagreement is not None:  # the log says what a key may do, not the table
+            log.error("key %s refused: its api_keys row is not what its events make: %s",
+                      key_id, disagreement)
+            self._cache.pop(key_id, None)
+            return None
         if len(self._cache) >= CACHE_MAX:
             self._cache.clear()
         self._cache[key_id] = (now, row.secret_sha256, _info(row._mapping))
@@ -220,12 +219,10 @@ class ApiKeys:
         except DBAPIError as exc:  # bookkeeping only: never refuse a request over it
             log.warning("could not record the use of key %s: %s", key_id, exc)
 
-    def _journal(self, conn: Connection, key_id: str, event_type: str, actor: str,
-                 payload: dict[str, Any]) -> Any:
+    def _journal(self, conn: Connection, event: ApiKeyCreated | ApiKeyRevoked, actor: str) -> None:
         # No tenant on key events, even for a tenant's key: they are the operators' record.
-        new = NewEvent(stream_id=key_stream(key_id), type=event_type, payload=payload,
-                       metadata=EventMetadata(actor=actor, occurred_at=utcnow()))
-        return self.store.append([new], conn=conn)[0].event
+        write_in(conn, self.store, KEY_PROJECTIONS, key_stream(event.key_id), event,
+                 EventMetadata(actor=actor, occurred_at=utcnow()))
 
 
 def _digest(secret: str) -> str:

@@ -21,7 +21,14 @@ from audit.checks.training import RUN_TYPES
 from audit.keys import VerifierKey
 from audit.merkle import chain_leaf
 from audit.report import AuditReport, Findings
-from audit.sources import AuditSources, Progress, Run, rebuild_manifests, rehash_artifacts
+from audit.sources import (
+    AuditSources,
+    Progress,
+    Run,
+    check_projections,
+    rebuild_manifests,
+    rehash_artifacts,
+)
 from audit.tree import CompactRange, MerkleTree
 from audit.verify import check_log
 from evaluators.chain import SEAL_STREAM, SEAL_TYPE
@@ -46,6 +53,7 @@ class Auditor:
         """Every row of every audited table, and the whole log against every checkpoint."""
         src, run = self.src, Run("all", on_progress)
         of = src.store.of_types
+        check_projections(src, run)
         logged = run.check("contract_versions", "contract_versions", "contract.* events", lambda f:
                            contracts.check_contract_versions(f, src.contracts.stored_rows(),
                                                              of(CONTRACT_TYPES)))

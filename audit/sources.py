@@ -18,6 +18,8 @@ from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from evaluators.rewards import RewardStore
 from events.model import RecordedEvent
+from events.projections.compare import TableCheck
+from events.projections.rebuild import Rebuilder
 from events.store import EventStore
 from kernel.clock import utcnow
 from trainer.datasets.manifests import Manifests
@@ -46,6 +48,7 @@ class AuditSources:
     checkpoints: CheckpointStore
     nodes: Callable[[], NodeStore]
     verifier: VerifierKey | None  # the log's public key; None: signatures are not checked
+    rebuilder: Rebuilder | None = None  # every projection replayed from the log
 
 
 class Run:
@@ -64,6 +67,10 @@ class Run:
         self.report.checks.append(findings)
         self.progress(name, 1, 1)
         return result
+
+    def add(self, findings: Findings) -> None:
+        """A check that ran elsewhere (the projections' replay), as one of this audit's."""
+        self.report.checks.append(findings)
 
     def progress(self, name: str, done: int, total: int) -> None:
         if self.on_progress is not None:
@@ -97,3 +104,26 @@ def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]],
         except ArtifactCorrupted as exc:
             f.add(row["adapter_id"], f"artifact re-hashed: {exc}")
         run.progress("artifacts", done, len(rows))
+
+
+def check_projections(src: AuditSources, run: Run) -> None:
+    """Every projected table replayed from the log and compared row by row (``hcp rebuild
+    --check``): one finding per differing, missing or ghost row, named by table and key."""
+    if src.rebuilder is None:
+        return
+    started = time.perf_counter()
+    report = src.rebuilder.check(on_table=lambda c: run.progress(c.table, 1, 1))
+    per_table = (time.perf_counter() - started) / max(len(report.checks), 1)
+    for check in report.checks:
+        run.add(_findings(src.rebuilder, check, per_table))
+
+
+def _findings(rebuilder: Rebuilder, check: TableCheck, seconds: float) -> Findings:
+    types = sorted({cls.TYPE for p in rebuilder.projections if p.name == check.table for cls in p.events})
+    found = Findings(check.table, check.table, f"replayed from {', '.join(types)}", checked=check.rows,
+                     seconds=seconds)
+    for difference in check.differences:
+        found.add(f"{check.table} {difference.row}", difference.detail)
+    for why, count in sorted(check.bounded.items()):
+        found.note(f"{count} value(s) only bounded by the log: {why}")
+    return found

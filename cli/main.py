@@ -14,6 +14,7 @@ from cli import (
     keys,
     lineage,
     log,
+    rebuild,
     registry,
     serving,
     trainer,
@@ -24,7 +25,8 @@ app = typer.Typer(help="HCP contract and versioning server", no_args_is_help=Tru
                   pretty_exceptions_enable=False)
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
-for group in (log, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit):
+for group in (log, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
+              rebuild):
     group.register(app)
 
 

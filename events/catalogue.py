@@ -184,13 +184,18 @@ def upcast_event(event: RecordedEvent) -> RecordedEvent:
 
 
 def catalogue_document() -> list[dict[str, Any]]:
-    """The catalogue as JSON (served at /v1/catalogue): names, versions, JSON Schemas."""
+    """The catalogue as JSON (served at /v1/catalogue): names, versions, JSON Schemas; the
+    client types first, then the types the server writes itself (``events.server_events``:
+    registered by their owners' modules, which the composition root imports)."""
+    from events.server_events import server_catalogue  # it registers its upcasters here
+
     return [
         {
             "type": t.name,
             "summary": t.summary,
             "current_version": t.current_version,
+            "written_by": "client",
             "schemas": {str(v): s.model_json_schema() for v, s in t.schemas.items()},
         }
         for t in CORE_TYPES.values()
-    ]
+    ] + server_catalogue()

@@ -154,7 +154,7 @@ class SqlEventStore(EventStore):
             return [ChainLink(int(r[0]), str(r[1]), str(r[2])) for r in c.execute(query)]
 
     def of_types(self, types: Collection[str], streams: Collection[str] | None = None,
-                 raw: bool = True) -> list[RecordedEvent]:
+                 raw: bool = True, conn: Connection | None = None) -> list[RecordedEvent]:
         e = events_table.c
         base = select(events_table).where(e.type.in_(sorted(set(types))))
         # Several queries only when there are more streams than one IN list should carry.
@@ -162,9 +162,9 @@ class SqlEventStore(EventStore):
         queries = ([base] if names is None else [base.where(e.stream_id.in_(names[i:i + ID_CHUNK]))
                                                  for i in range(0, len(names), ID_CHUNK)])
         found: list[RecordedEvent] = []
-        with self.engine.connect() as conn:
+        with reading(self.engine, conn) as c:
             for query in queries:
-                found += [event_from_row(r._mapping) for r in conn.execute(query.order_by(e.position))]
+                found += [event_from_row(r._mapping) for r in c.execute(query.order_by(e.position))]
         found.sort(key=lambda event: event.position)
         return found if raw else [upcast_event(event) for event in found]
 

@@ -140,10 +140,12 @@ class EventStore(ABC):
         return [ChainLink(e.position, e.prev_hash, e.hash) for e in self.read_all(after, limit, raw=True)]
 
     def of_types(self, types: Collection[str], streams: Collection[str] | None = None,
-                 raw: bool = True) -> list[RecordedEvent]:
+                 raw: bool = True, conn: Connection | None = None) -> list[RecordedEvent]:
         """Every event of ``types`` (on ``streams`` when given) in position order, as stored
         unless ``raw`` is False: what an auditor compares projection rows with, one read per
-        kind of row. Adapters should answer from the type and stream indexes."""
+        kind of row, and what a replay of the projections reads (``conn``: the caller's
+        transaction, so the events and the rows compared with them are one snapshot).
+        Adapters should answer from the type and stream indexes."""
         wanted, on = set(types), None if streams is None else set(streams)
         return [e if raw else upcast_event(e) for e in self.iter_all(raw=True)
                 if e.type in wanted and (on is None or e.stream_id in on)]

@@ -31,7 +31,9 @@ from audit.sources import AuditSources
 from audit.sql_nodestore import SqlNodeStore
 from audit.upstream import Upstream
 from evaluators.seal import RewardSeals
+from events.projections.rebuild import Rebuilder
 from hcp.migrate import require_database, require_schema_at_head
+from hcp.projections import PROJECTIONS, WRITER_LOCKS
 from hcp.services import Services
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
@@ -130,7 +132,12 @@ class Container(Services):
             registry=RegistryRecords(self.engine), manifests=self.manifests, runs=self.runs,
             firings=FiringRecords(self.engine), artifacts=self.artifacts,
             checkpoints=self.checkpoint_store, nodes=lambda: SqlNodeStore(self.engine),
-            verifier=self.verifier))
+            verifier=self.verifier, rebuilder=self.rebuilder))
+
+    @cached_property
+    def rebuilder(self) -> Rebuilder:
+        """Every projection replayed from the log: ``hcp rebuild`` and the audit."""
+        return Rebuilder(self.engine, self.store, PROJECTIONS, locks=WRITER_LOCKS)
 
     @cached_property
     def audit_jobs(self) -> AuditJobs:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -96,6 +96,8 @@ class CatalogueEntryOut(Out):
     type: str
     summary: str
     current_version: int
+    written_by: Literal["client", "server"] = Field(
+        description="client: a type clients post; server: one only the server writes")
     schemas: dict[str, JsonObject] = Field(description="Schema version -> JSON Schema of the payload")
 
 

@@ -1,0 +1,110 @@
+"""The write path of a projection: append the event, apply its projectors, one transaction.
+
+Writers of server events call ``write_in`` instead of inserting rows themselves: the row
+is then by construction what the event says (the audit replays the same projector), and
+a writer cannot forget a table (its package's ``ProjectionSet`` refuses an event type it
+does not know).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import JSON, Table, Uuid, and_, select, update
+from sqlalchemy.engine import Connection
+
+from events.model import EventMetadata
+from events.projections.model import Bound, Change, Insert, ProjectionSet, Row
+from events.server_events import E, Logged, as_logged
+from events.store import EventStore
+
+Sources = Mapping[str, Callable[..., Any]]
+
+
+class ProjectionFailed(RuntimeError):
+    """A projector asked for a change the tables cannot take (an update of a missing row):
+    the writer's transaction must not commit."""
+
+
+def write_in(conn: Connection, store: EventStore, projections: ProjectionSet, stream_id: str,
+             event: E, metadata: EventMetadata, sources: Sources | None = None,
+             expected_seq: int | None = None) -> Logged[E]:
+    """Append ``event`` on ``stream_id`` inside ``conn``'s transaction and apply every
+    projection of its type; the event as stored."""
+    projections.for_event(type(event))  # refuse an unknown type before writing anything
+    [appended] = store.append([event.new_event(stream_id, metadata, expected_seq)], conn=conn)
+    done = as_logged(event, appended.event)
+    project_in(conn, projections, done, sources)
+    return done
+
+
+def project_in(conn: Connection, projections: ProjectionSet, done: Logged[Any],
+               sources: Sources | None = None) -> None:
+    """Apply the projections of ``done``'s type inside ``conn``'s transaction."""
+    state = SqlState(conn, projections.table, sources or {})
+    for projection in projections.for_event(type(done.event)):
+        apply_in(conn, projection.project(done, state), projections.table)
+
+
+class SqlState:
+    """The live tables as a projector reads them, inside the writer's transaction."""
+
+    def __init__(self, conn: Connection, tables: Callable[[str], Table], sources: Sources) -> None:
+        self.conn, self.tables, self.sources = conn, tables, sources
+
+    def find(self, table: str, **equal: Any) -> list[Row]:
+        t = self.tables(table)
+        query = select(t).where(and_(*(t.c[name] == value for name, value in equal.items())))
+        return [dict(r._mapping) for r in self.conn.execute(query)]
+
+    def source(self, name: str) -> Callable[..., Any]:
+        try:
+            return self.sources[name]
+        except KeyError:
+            raise LookupError(f"the writer gave no source '{name}'") from None
+
+
+def apply_in(conn: Connection, changes: Sequence[Change], tables: Callable[[str], Table]) -> None:
+    """Write ``changes`` in order; consecutive inserts into one table in one statement."""
+    pending: list[Row] = []
+    into: Table | None = None
+    for change in changes:
+        table = tables(change.table)
+        if isinstance(change, Insert) and table is into:
+            pending.append(bind_row(table, change.row))
+            continue
+        _flush(conn, into, pending)
+        pending, into = [], None
+        if isinstance(change, Insert):
+            pending, into = [bind_row(table, change.row)], table
+        else:
+            key = dict(zip((c.name for c in table.primary_key.columns), change.key, strict=True))
+            where = and_(*(table.c[name] == value for name, value in bind_row(table, key).items()))
+            done = conn.execute(update(table).where(where).values(**bind_row(table, change.values)))
+            if done.rowcount != 1:
+                raise ProjectionFailed(f"{table.name}: no row {key} to update")
+    _flush(conn, into, pending)
+
+
+def _flush(conn: Connection, table: Table | None, rows: list[Row]) -> None:
+    if table is not None and rows:
+        conn.execute(table.insert(), rows)
+
+
+def bind_row(table: Table, row: Mapping[str, Any]) -> Row:
+    """A projected row as the database takes it: UUID columns as UUIDs, a JSON column's
+    None as JSON null (never SQL NULL in a NOT NULL column). Bounds are refused: only a
+    replay of old events yields them, and it never writes them."""
+    bound: Row = {}
+    for name, value in row.items():
+        column = table.c[name]
+        if isinstance(value, Bound):
+            raise ProjectionFailed(f"{table.name}.{name}: {value.why}")
+        if value is not None and isinstance(column.type, Uuid) and not isinstance(value, uuid.UUID):
+            value = uuid.UUID(str(value))
+        elif value is None and isinstance(column.type, JSON) and not column.nullable:
+            value = JSON.NULL
+        bound[name] = value
+    return bound

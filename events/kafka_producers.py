@@ -5,7 +5,7 @@ Both publish a page and return only once the broker has acknowledged every messa
 later one); anything else raises ``PublishFailed`` and the relay does not move its
 checkpoint. Why two: kafka-python's record accumulator is pure Python and costs 120-145 µs
 of CPU per message, which bounded the whole ingest path at ~7k messages/s per relay;
-librdkafka does the same work in C (see the README's library section for the figures).
+librdkafka does the same work in C (docs/scaling.md, "Kafka, the relay and the consumers").
 kafka-python stays selectable (``HCP_KAFKA_PRODUCER=kafka-python``) and stays the
 evaluators' consumer.
 """

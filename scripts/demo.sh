@@ -9,7 +9,7 @@
 # checked) serves the built-in task harness, its answers are checked and recorded in a
 # SQLite log under ./hcp-data, scored under examples/contracts/harness.toml, and each
 # specialist's successors are trained on its own passing answers, gated on held-out tasks
-# and promoted only when they are measurably better. See README.md, "The demo".
+# and promoted only when they are measurably better. See docs/demo.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -12,6 +12,7 @@ SCOPES = (
     "contracts:write", "contracts:read", "rewards:read",
     "registry:read", "registry:write", "train:write", "lineage:read",
     "chat:write",  # POST /v1/chat/completions, /v1/feedback, GET /v1/models (docs/serving.md)
+    "metrics:read",  # GET /metrics: the whole process's series (operators only)
 )
 
 

@@ -169,9 +169,16 @@ ContractsRead = Annotated[Principal, Depends(require("contracts:read"))]
 # A dry run shows what rubrics make of event content: it needs events:read too.
 DryRunRead = Annotated[Principal, Depends(require("contracts:read", "events:read"))]
 RewardsRead = Annotated[Principal, Depends(require("rewards:read"))]
+# A comparison of two versions is a view of stored rewards (subjects, scores, errors).
+CompareRead = Annotated[Principal, Depends(require("contracts:read", "rewards:read"))]
 RegistryRead = Annotated[Principal, Depends(require("registry:read"))]
+# The gate's cases: every tenant's held-out subjects and the answers generated for them.
+GateCasesRead = Annotated[Principal, Depends(require("registry:read", "events:read",
+                                                     operator_only=True))]
 RegistryWrite = Annotated[Principal, Depends(require("registry:write", operator_only=True))]
 TrainWrite = Annotated[Principal, Depends(require("train:write", operator_only=True))]
 Admin = Annotated[Principal, Depends(require("admin", operator_only=True))]
+# The whole process's series (the log's head, appends, every route's traffic).
+MetricsRead = Annotated[Principal, Depends(require("metrics:read", operator_only=True))]
 # Lineage queries show the rewards and events adapters were trained on: every tenant's.
 LineageRead = Annotated[Principal, Depends(require("lineage:read", operator_only=True))]

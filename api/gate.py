@@ -2,11 +2,11 @@
 
 FastAPI reads and parses a body before it solves any dependency, so a key checked by a
 dependency is checked after an anonymous client has had its body read and parsed. Here,
-for ``/v1`` routes: a client whose failed authentications exhausted its allowance gets
-429 (``access.throttle``), a request without a known key 401, and only then is the body
-let through, capped at ``max_body_bytes`` (413, without reading past the cap). The
-scope check (403) stays with each route's ``require`` dependency, which sees the
-principal this gate found in ``request.state.principal``.
+for ``/v1`` routes and ``/metrics``: a client whose failed authentications exhausted its
+allowance gets 429 (``access.throttle``), a request without a known key 401, and only
+then is the body let through, capped at ``max_body_bytes`` (413, without reading past
+the cap). The scope check (403) stays with each route's ``require`` dependency, which
+sees the principal this gate found in ``request.state.principal``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from api.errors import database_unavailable, error_body, unavailable_response
 from api.jsonbody import BodyRejected
 
 SECURED_PREFIX = "/v1"
+KEYED_PATHS = frozenset({SECURED_PREFIX, "/metrics"})  # keyed outside /v1: the whole log's series
 KEY_ID_MAX = 64  # key ids are 16 hex digits; a longer one is charged by its first 64
 
 
@@ -115,7 +116,7 @@ class RequestGate:
 
 
 def _secured(path: str) -> bool:
-    return path == SECURED_PREFIX or path.startswith(SECURED_PREFIX + "/")
+    return path in KEYED_PATHS or path.startswith(SECURED_PREFIX + "/")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -42,14 +42,15 @@ class Comparisons:
         self.contracts, self.rewards = contracts, rewards
 
     def compare(self, name: str, a: int, b: int, last: int = 500, top: int = 10,
-                other: str | None = None) -> StoredComparison:
+                other: str | None = None, tenant: str | None = None) -> StoredComparison:
         """Rewards of ``name@b`` on its latest ``last`` subjects against ``other@a``'s
-        (``other``: another contract's name; default the same contract)."""
+        (``other``: another contract's name; default the same contract). ``tenant``: that
+        tenant's rewards only (its subjects, scores and errors); None: every tenant's."""
         if not 1 <= last <= MAX_SUBJECTS:
             raise Invalid(f"last must be between 1 and {MAX_SUBJECTS}")
         older, newer = self.contracts.get(other or name, a), self.contracts.get(name, b)
-        ours = self.rewards.latest_of(name, b, last)
-        theirs = self.rewards.of_subjects(other or name, a, [r.subject_id for r in ours])
+        ours = self.rewards.latest_of(name, b, last, tenant)
+        theirs = self.rewards.of_subjects(other or name, a, [r.subject_id for r in ours], tenant)
         report = dry_run_report([as_evaluation(r) for r in ours],
                                 [as_evaluation(r) for r in theirs], top=top,
                                 specialists={r.subject_id: r.specialist for r in ours})

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contract.error_text import message_without_event_text
 from contract.versions import DRAFT, ContractVersion, ContractVersions
 from evaluators.dryrun import DryRun, DryRuns, Selection
 from kernel.errors import Conflict, Invalid
@@ -47,8 +48,10 @@ class PublishCheck:
         text = (f"{self.errors} of {self.applicable} applicable subjects of the last "
                 f"{self.subjects} errored ({self.error_rate:.1%}, limit {self.max_error_rate:.1%})")
         if self.samples:
+            # The refusal goes to a contracts:write key, which may not read events: the
+            # example's own text only when the rubric made it (the dry run shows the rest).
             first = self.samples[0]
-            text += f", e.g. {first.get('item')}: {first.get('message')}"
+            text += f", e.g. {message_without_event_text(str(first.get('item')), str(first.get('message')))}"
         return text
 
 

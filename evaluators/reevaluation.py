@@ -52,6 +52,7 @@ from evaluators.reevaluation_model import (
     Chunk,
     Job,
     Tally,
+    error_summary,
     job_of_row,
 )
 from evaluators.rewards import RewardStore
@@ -232,11 +233,10 @@ class Reevaluations:
         """Failed when errors dominate the applicable subjects, degraded above the
         threshold: a re-scoring whose rewards are mostly errors is not a success. The
         error column then sums it up, with the first error as an example."""
-        applicable, sample = tally.scored + tally.errored, tally.sample
+        applicable = tally.scored + tally.errored
         if not tally.errored:
             return SUCCEEDED, None
-        summary = (f"{tally.errored} of {applicable} applicable subjects errored"
-                   + (f" (e.g. {sample})" if sample else ""))
+        summary = error_summary(tally)
         if tally.errored > tally.scored:
             return FAILED, summary
         if tally.errored / applicable > self.degraded_above:

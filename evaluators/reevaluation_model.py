@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from contract.error_text import message_without_event_text
 from evaluators.model import RewardRecord
 from kernel.clock import utc
 
@@ -35,6 +37,11 @@ class Job:
         if total <= 0:
             return 1.0
         return min(1.0, max(0.0, (self.done_position - self.from_position + 1) / total))
+
+    def without_event_text(self) -> Job:
+        """The job as a key that may not read every tenant's events sees it: a job scores
+        every tenant's history, and its error's example may quote any of them."""
+        return replace(self, error=error_without_event_text(self.error))
 
     def to_json(self) -> dict[str, Any]:
         body = {key: getattr(self, key) for key in self.__dataclass_fields__}
@@ -77,6 +84,26 @@ class Tally:
     @classmethod
     def of_job(cls, job: Job) -> Tally:
         return cls(job.subjects_scored, job.subjects_errored, job.subjects_skipped, job.error)
+
+
+def error_summary(tally: Tally) -> str:
+    """A finished job's error column: how many errored, and the first error as an example."""
+    applicable = tally.scored + tally.errored
+    return (f"{tally.errored} of {applicable} applicable subjects errored"
+            + (f" (e.g. {tally.sample})" if tally.sample else ""))
+
+
+# ``error_summary``'s example, "item: message", the item being e.g. criterion:<id>.
+_EXAMPLE = re.compile(r"(?P<head>.*) \(e\.g\. (?P<item>\S*?): (?P<message>.*)\)", re.S)
+
+
+def error_without_event_text(error: str | None) -> str | None:
+    """``error_summary``'s text with its example's message withheld unless the rubric made
+    it (``contract.error_text``); a job's other errors name the contract, not events."""
+    found = _EXAMPLE.fullmatch(error or "")
+    if found is None:
+        return error
+    return f"{found['head']} (e.g. {message_without_event_text(found['item'], found['message'])})"
 
 
 def job_of_row(row: Any) -> Job:

@@ -204,18 +204,23 @@ class RewardStore:
                 found += [from_row(row._mapping) for row in c.execute(query)]
         return sorted(found, key=lambda r: r.position or 0)
 
-    def latest_of(self, contract_name: str, contract_version: int, limit: int) -> list[RewardRecord]:
-        """The newest ``limit`` rewards made under one version, in position order."""
+    def latest_of(self, contract_name: str, contract_version: int, limit: int,
+                  tenant: str | None = None) -> list[RewardRecord]:
+        """The newest ``limit`` rewards made under one version, in position order
+        (``tenant``: that tenant's only; None: every tenant's)."""
         query = (select(rr).where(rr.c.contract_name == contract_name,
                                   rr.c.contract_version == contract_version)
                  .order_by(rr.c.position.desc()).limit(limit))
+        if tenant is not None:
+            query = query.where(rr.c.tenant == tenant)
         with self.engine.connect() as conn:
             found = [from_row(row._mapping) for row in conn.execute(query)]
         return found[::-1]
 
     def of_subjects(self, contract_name: str, contract_version: int,
-                    subject_ids: Iterable[str]) -> list[RewardRecord]:
-        """The rewards one version made for these subjects (at most one each)."""
+                    subject_ids: Iterable[str], tenant: str | None = None) -> list[RewardRecord]:
+        """The rewards one version made for these subjects (at most one each; ``tenant``:
+        that tenant's only)."""
         ids = sorted(set(subject_ids))
         found: list[RewardRecord] = []
         with self.engine.connect() as conn:
@@ -223,6 +228,8 @@ class RewardStore:
                 query = select(rr).where(rr.c.contract_name == contract_name,
                                          rr.c.contract_version == contract_version,
                                          rr.c.subject_id.in_(ids[start:start + _ID_CHUNK]))
+                if tenant is not None:
+                    query = query.where(rr.c.tenant == tenant)
                 found += [from_row(row._mapping) for row in conn.execute(query)]
         return sorted(found, key=lambda r: r.position or 0)
     # --- what lineage reads: the rewards an event or some sessions led to --------------

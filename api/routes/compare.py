@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from api.deps import ComparisonsDep, ContractsRead
+from api.deps import CompareRead, ComparisonsDep
 from api.jsonbody import StrictJsonRoute
 from api.responses import SECURED, errors
+from api.visibility import errors_json
 from evaluators.dryrun import MAX_SUBJECTS
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=StrictJsonRoute,
@@ -60,13 +61,17 @@ class ComparisonOut(BaseModel):
 
 
 @router.get("/{name}/compare", response_model=ComparisonOut, responses=errors(404))
-def compare(name: str, comparisons: ComparisonsDep, _: ContractsRead,
+def compare(name: str, comparisons: ComparisonsDep, principal: CompareRead,
             a: Annotated[int, Query(ge=1, le=2**31 - 1, description="The older version (baseline)")],
             b: Annotated[int, Query(ge=1, le=2**31 - 1, description="Whose latest rewards are compared")],
             last: Annotated[int, Query(ge=1, le=MAX_SUBJECTS)] = 500,
             top: Annotated[int, Query(ge=0, le=100)] = 10,
             other: Annotated[str | None, Query(description="Contract of version a, if another")] = None,
             ) -> dict[str, Any]:
-    """The stored rewards of ``b`` on its latest subjects against ``a``'s on the same ones,
-    overall, per criterion and per specialist; nothing is re-scored."""
-    return comparisons.compare(name, a, b, last, top, other).to_json()
+    """The stored rewards of ``b`` on its latest subjects (the key's tenant's) against
+    ``a``'s on the same ones, overall, per criterion and per specialist; nothing is
+    re-scored. Error samples quote event text only to keys with events:read."""
+    body = comparisons.compare(name, a, b, last, top, other, principal.tenant).to_json()
+    report = body["report"]
+    report["error_samples"] = errors_json(report["error_samples"], principal)
+    return body

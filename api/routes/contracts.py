@@ -25,6 +25,7 @@ from api.schemas.contracts import (
     RetireIn,
     ValidOut,
 )
+from api.visibility import errors_json
 from contract.diff import diff_contracts
 from contract.document import contract_json_schema, parse_contract
 
@@ -91,7 +92,10 @@ def publish(name: str, version: VersionPath, publisher: PublisherDep, principal:
     unless forced with a reason."""
     body = body or PublishIn()
     published, check = publisher.publish(name, version, principal.actor, body.force, body.reason)
-    return {**published.summary(), "check": check.to_json() if check else None}
+    shown = check.to_json() if check else None
+    if shown is not None:  # the check's samples are a dry run's: event text needs events:read
+        shown["samples"] = errors_json(shown["samples"], principal)
+    return {**published.summary(), "check": shown}
 
 
 @router.post("/{name}/versions/{version}/retire", response_model=ContractVersionSummaryOut,

@@ -27,6 +27,7 @@ from api.schemas.contracts import (
     ReevaluationJobOut,
     ReevaluationJobsOut,
 )
+from api.visibility import job_json
 from evaluators.dryrun import Selection
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=StrictJsonRoute,
@@ -67,17 +68,20 @@ def dry_run(name: str, version: VersionPath, jobs: DryRunJobsDep, settings: Sett
 @router.get("/{name}/versions/{version}/reevaluation", response_model=ReevaluationJobsOut,
             responses=errors(404))
 def reevaluation(name: str, version: VersionPath, contracts: ContractsDep,
-                 reevaluations: ReevaluationsDep, _: ContractsRead) -> dict[str, Any]:
-    """Re-evaluation jobs of a version with their progress (done_position / to_position)."""
+                 reevaluations: ReevaluationsDep, principal: ContractsRead) -> dict[str, Any]:
+    """Re-evaluation jobs of a version with their progress (done_position / to_position).
+    A job scores every tenant's history: its error's example quotes event text only to an
+    operator key with events:read."""
     contracts.get(name, version)  # 404 for an unknown version
     jobs = reevaluations.jobs(name, version)
-    return {"contract": {"name": name, "version": version}, "jobs": [j.to_json() for j in jobs]}
+    return {"contract": {"name": name, "version": version},
+            "jobs": [job_json(j, principal) for j in jobs]}
 
 
 @router.post("/{name}/versions/{version}/reevaluation", status_code=202,
              response_model=ReevaluationJobOut, responses={**BODY, **errors(404, 409)})
 def start_reevaluation(name: str, version: VersionPath, reevaluations: ReevaluationsDep,
-                       _: ContractsWrite, body: ReevaluateIn | None = None) -> dict[str, Any]:
+                       principal: ContractsWrite, body: ReevaluateIn | None = None) -> dict[str, Any]:
     """Start (or find) a re-scoring of history from a position; evaluator workers run it."""
     body = body or ReevaluateIn()
-    return reevaluations.start(name, version, body.from_position).to_json()
+    return job_json(reevaluations.start(name, version, body.from_position), principal)

@@ -1,4 +1,6 @@
-"""Liveness and Prometheus metrics (unauthenticated, as scrapers expect)."""
+"""Liveness (unauthenticated, for load balancers) and Prometheus metrics (an operator key
+with ``metrics:read``: the series describe the whole log and every tenant's traffic, the
+log's head and append count among them, which a tenant's own ``head`` hides)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,17 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from api.deps import ContainerDep, MetricsDep
-from api.responses import DESCRIPTIONS, RETRY_AFTER
+from api.deps import ContainerDep, MetricsDep, MetricsRead
+from api.responses import RETRY_AFTER, SECURED
 from api.schemas.health import DependencyOut, HealthOut
 
 router = APIRouter(tags=["health"])
+# /metrics answers text, so FastAPI would document its errors as text too: they are JSON.
+JSON_ERRORS = {status: {"description": entry["description"], **({"headers": entry["headers"]}
+                                                                 if "headers" in entry else {}),
+                        "content": {"application/json": {"schema": {
+                            "$ref": "#/components/schemas/ErrorOut"}}}}
+               for status, entry in SECURED.items()}
 
 
 @router.get("/healthz", response_model=HealthOut, responses={
@@ -32,10 +40,9 @@ def healthz(container: ContainerDep) -> Response:
 
 @router.get("/metrics", response_class=PlainTextResponse, responses={
     200: {"content": {"text/plain": {"schema": {"type": "string"}}},
-          "description": "Prometheus text exposition format"},
-    503: {"description": DESCRIPTIONS[503], "headers": RETRY_AFTER,
-          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}}})
-def metrics(container: ContainerDep, registry: MetricsDep) -> Response:
-    """Prometheus text format."""
+          "description": "Prometheus text exposition format"}, **JSON_ERRORS})
+def metrics(container: ContainerDep, registry: MetricsDep, _: MetricsRead) -> Response:
+    """Prometheus text format; an operator key with metrics:read (scrapers send it as a
+    bearer token)."""
     registry.log_head.set(container.store.head())
     return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)

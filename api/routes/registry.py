@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Query
 from api.deps import AliasesDep, LineageDep, RegistryDep, RegistryRead, RegistryWrite, ResolverDep
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
-from api.routes import training
+from api.routes import gate_cases, training
 from api.schemas.common import UtcDatetime
 from api.schemas.registry import (
     AdapterOut,
@@ -30,6 +30,7 @@ from api.schemas.registry import (
     SpecialistIn,
     SpecialistOut,
 )
+from api.visibility import adapter_json
 from trainer.registry.model import PROMOTED, REJECTED
 
 router = APIRouter(prefix="/v1", tags=["registry"], route_class=StrictJsonRoute, responses=SECURED)
@@ -76,7 +77,7 @@ def specialist_adapters(name: str, registry: RegistryDep, _: RegistryRead,
                         limit: Limit = 100) -> list[dict[str, Any]]:
     """The specialist's adapter versions, newest first."""
     registry.specialist(name)
-    return [a.to_json() for a in registry.adapters(name, limit)]
+    return [adapter_json(a) for a in registry.adapters(name, limit)]
 
 
 @router.get("/specialists/{name}/aliases", response_model=dict[str, AliasMoveOut],
@@ -139,13 +140,14 @@ def resolve(name: str, resolver: ResolverDep, _: RegistryRead,
 def list_adapters(registry: RegistryDep, _: RegistryRead, specialist: str | None = None,
                   limit: Limit = 100) -> list[dict[str, Any]]:
     """Adapter versions, by specialist, newest first."""
-    return [a.to_json() for a in registry.adapters(specialist, limit)]
+    return [adapter_json(a) for a in registry.adapters(specialist, limit)]
 
 
 @router.get("/adapters/{adapter_id}", response_model=AdapterOut, responses=errors(404))
 def get_adapter(adapter_id: str, registry: RegistryDep, _: RegistryRead) -> dict[str, Any]:
-    """One adapter version with every lineage field, its metrics and effective status."""
-    return registry.adapter(adapter_id).to_json()
+    """One adapter version with every lineage field, its metrics (the gate record's summary:
+    its cases are at ``/v1/adapters/{id}/gate/samples``) and effective status."""
+    return adapter_json(registry.adapter(adapter_id))
 
 
 @router.get("/adapters/{adapter_id}/lineage", response_model=LineageOut, responses=errors(404))
@@ -165,7 +167,8 @@ def lineage(adapter_id: str, chains: LineageDep, principal: RegistryRead,
 def promote(adapter_id: str, body: PromoteIn, registry: RegistryDep,
             principal: RegistryWrite) -> dict[str, Any]:
     """Promote a version by hand (whatever its gate said) and move ``alias`` to it."""
-    return registry.set_status(adapter_id, PROMOTED, principal.actor, body.reason, body.alias).to_json()
+    return adapter_json(registry.set_status(adapter_id, PROMOTED, principal.actor, body.reason,
+                                            body.alias))
 
 
 @router.post("/adapters/{adapter_id}/reject", response_model=AdapterOut,
@@ -173,7 +176,8 @@ def promote(adapter_id: str, body: PromoteIn, registry: RegistryDep,
 def reject(adapter_id: str, body: ReasonIn, registry: RegistryDep,
            principal: RegistryWrite) -> dict[str, Any]:
     """Mark a version rejected (aliases are not moved: roll them back explicitly)."""
-    return registry.set_status(adapter_id, REJECTED, principal.actor, body.reason).to_json()
+    return adapter_json(registry.set_status(adapter_id, REJECTED, principal.actor, body.reason))
 
 
+router.include_router(gate_cases.router)
 router.include_router(training.router)

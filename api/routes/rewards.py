@@ -13,6 +13,7 @@ from api.jsonbody import StrictJsonRoute
 from api.responses import SECURED, errors
 from api.schemas.common import INT32_MAX, INT64_MAX
 from api.schemas.rewards import RewardOut, RewardPageOut
+from api.visibility import reward_json
 from evaluators.refs import parse_contract_ref, reward_query
 
 router = APIRouter(prefix="/v1/rewards", tags=["rewards"], route_class=StrictJsonRoute,
@@ -30,7 +31,8 @@ def list_rewards(
     after: Annotated[int, Query(ge=0, le=INT64_MAX, description="Last reward position already seen")] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> dict[str, Any]:
-    """Reward records in position order; ``version=latest`` means the latest published version."""
+    """Reward records in position order; ``version=latest`` means the latest published version.
+    Error messages quote event text only to keys with events:read."""
     name, at = (None, None)
     if contract is not None:
         try:
@@ -47,7 +49,7 @@ def list_rewards(
                          stream_id=stream_id, specialist=specialist, eligible=eligible,
                          tenant=principal.tenant, after=after, limit=limit)
     found = rewards.find(query)
-    return {"rewards": [r.to_json() for r in found],
+    return {"rewards": [reward_json(r, principal) for r in found],
             "contract": None if name is None else {"name": name, "version": query.contract_version},
             "next_after": found[-1].position if found else after,
             "head": rewards.head(principal.tenant)}
@@ -68,4 +70,4 @@ def get_reward(reward_id: uuid.UUID, rewards: RewardsDep, principal: RewardsRead
     found = rewards.get(reward_id, principal.tenant)
     if found is None:
         raise HTTPException(404, f"no reward {reward_id}")
-    return found.to_json()
+    return reward_json(found, principal)

@@ -88,6 +88,27 @@ class AdapterOut(Out):
     contract_versions: list[ContractRefOut]
 
 
+class GateAnswerOut(Out):
+    answer: str | None = Field(description="What the model generated for the held-out prompt")
+    reward: float | None = Field(description="The contract's reward of that answer")
+
+
+class GateCaseOut(Out):
+    index: int = Field(description="The case's place in the gate's order; pass as ?after=")
+    subject_id: str = Field(description="The held-out subject judged with the answer")
+    successor: GateAnswerOut
+    parent: GateAnswerOut
+
+
+class GateCasesOut(Out):
+    adapter_id: str
+    total: int = Field(description="Cases the gate judged")
+    cases: list[GateCaseOut]
+    next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end")
+    error_samples: dict[str, list[str]] = Field(
+        description="Per side, a few distinct errors of answers the contract could not score")
+
+
 class AliasMoveOut(Out):
     position: int
     specialist: str

@@ -46,7 +46,7 @@ def test_the_key_check_answers_503_when_the_database_is_down(refused_url: str, t
     assert_unavailable(client.get("/v1/events", headers={"Authorization": "Bearer hcp_0123_x"}))
     assert_unavailable(client.post("/v1/events", json={"events": []},
                                    headers={"Authorization": "Bearer hcp_0123_x"}))
-    assert_unavailable(client.get("/metrics"))
+    assert_unavailable(client.get("/metrics", headers={"Authorization": "Bearer hcp_0123_x"}))
     health = client.get("/healthz")
     assert health.status_code == 503 and health.headers["Retry-After"] == "7"
     body = health.json()

@@ -114,7 +114,9 @@ def test_stored_rewards_of_two_published_versions_are_compared(container: Contai
     assert report.mean_delta is not None and report.mean_delta > 0  # down-voted turns gain
     assert report.specialists["coding"]["compared"] == 6
 
-    reader = {"Authorization": f"Bearer {create_key(container.engine, ['contracts:read'])}"}
+    # A comparison is a view of stored rewards: it needs rewards:read beside contracts:read.
+    reader = {"Authorization": "Bearer " + create_key(container.engine,
+                                                      ["contracts:read", "rewards:read"])}
     with TestClient(create_app(container)) as client:
         response = client.get("/v1/contracts/default/compare", params={"a": 1, "b": 2},
                               headers=reader)

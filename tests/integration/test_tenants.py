@@ -9,81 +9,15 @@ audit) is changed and audited by operators only.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from api.app import create_app
-from hcp.bootstrap import Container
-from hcp.settings import Settings
-from kernel.db import make_engine
-from tests.unit.evaluators.factories import contract_text, publish
+from tests.integration import tenant_world
+from tests.integration.tenant_world import World, conversation, feed
+from tests.unit.evaluators.factories import contract_text
 
-READS = ["events:read", "rewards:read", "contracts:read", "registry:read", "audit:read",
-         "lineage:read"]
-
-
-@dataclass
-class World:
-    client: TestClient
-    container: Container
-    keys: dict[str, dict[str, str]]
-    streams: dict[str, str]  # tenant -> its conversation's stream
-
-    def as_(self, who: str) -> dict[str, str]:
-        return self.keys[who]
-
-
-def conversation(stream: str, tenant: str | None = None, turns: int = 2) -> list[dict[str, Any]]:
-    meta = {"specialist": "chat", "actor": "someone-else"}
-    if tenant is not None:
-        meta["tenant"] = tenant
-    events: list[dict[str, Any]] = []
-    for i in range(turns):
-        events += [{"stream_id": stream, "type": "turn.user", "payload": {"text": f"q{i}"}},
-                   {"stream_id": stream, "type": "turn.assistant", "payload": {"text": f"a{i}"}}]
-    events.append({"stream_id": stream, "type": "episode.completed",
-                   "payload": {"outcome": "success"}})
-    return [{**e, "metadata": meta} for e in events]
-
-
-@pytest.fixture
-def world(database_url: str, tmp_path: Path) -> Iterator[World]:
-    settings = Settings(database_url=database_url, kafka_bootstrap="", data_dir=tmp_path,
-                        dry_run_wait_seconds=30)
-    container = Container(settings, make_engine(database_url))
-    keys: dict[str, dict[str, str]] = {}
-    for who, scopes, tenant in [("ops", ["admin"], None),
-                                ("acme-w", ["events:write"], "acme"),
-                                ("acme-r", READS, "acme"),
-                                ("acme-admin", ["admin"], "acme"),
-                                ("globex-w", ["events:write"], "globex"),
-                                ("globex-r", READS, "globex")]:
-        key = container.keys.create(scopes, label=who, tenant=tenant)
-        keys[who] = {"Authorization": f"Bearer {key}"}
-    publish(container.contracts, contract_text())
-    with TestClient(create_app(container)) as client:
-        streams = {t: f"{t}-{uuid.uuid4().hex[:6]}" for t in ("acme", "globex")}
-        for tenant, stream in streams.items():
-            created = client.post("/v1/events", json={"events": conversation(stream)},
-                                  headers=keys[f"{tenant}-w"])
-            assert created.status_code == 201, created.text
-        # The operator writes for globex by naming it.
-        streams["ops-globex"] = f"og-{uuid.uuid4().hex[:6]}"
-        assert client.post("/v1/events", json={"events": conversation(streams["ops-globex"], "globex")},
-                           headers=keys["ops"]).status_code == 201
-        container.evaluator().drain(timeout=60)
-        yield World(client, container, keys, streams)
-    container.close()
-
-
-def feed(world: World, who: str) -> list[dict[str, Any]]:
-    return world.client.get("/v1/events?limit=5000", headers=world.as_(who)).json()["events"]
+world = tenant_world.world
 
 
 def test_writes_are_stamped_with_the_key_and_the_claim_is_kept_apart(world: World) -> None:

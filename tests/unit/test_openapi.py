@@ -12,7 +12,7 @@ from api.app import create_app
 SPEC = create_app().openapi()
 OPERATIONS = [(f"{method.upper()} {path}", op) for path, item in SPEC["paths"].items()
               for method, op in item.items()]
-UNSECURED = {"GET /healthz", "GET /metrics"}
+UNSECURED = {"GET /healthz"}
 ERROR_REF = "#/components/schemas/ErrorOut"
 
 

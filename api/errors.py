@@ -30,7 +30,19 @@ def error_body(code: str, message: str, field: str | None = None, **extra: Any) 
     if field is not None:
         body["field"] = field
     body.update(extra)
-    return {"error": body}
+    return {"error": _encodable(body)}
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with every lone surrogate in its texts written as its escape (``\\ud800``):
+    a client's JSON may name a key with one, and UTF-8 cannot carry it back."""
+    if isinstance(value, str):
+        return value if value.isascii() else value.encode("utf-8", "backslashreplace").decode()
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(v) for v in value]
+    return value
 
 
 def invalid_field(field: str, message: str) -> Invalid:

@@ -99,9 +99,11 @@ def scan(source: str, *, max_depth: int, max_macro_depth: int, namespaces: froze
     result = Scan(tokens=tokenize(source))
     toks = result.tokens
     stack: list[bool] = []  # one entry per open bracket: True when it opens a macro call
+    depth = _Depth(max_depth)
     insertions: list[tuple[int, str]] = []
     sites = 0
     for i, tok in enumerate(toks):
+        result.max_depth = max(result.max_depth, depth.token(tok))
         if tok.kind == "ident":
             _note_identifier(result, toks, i, namespaces)
         if tok.kind != "punct":
@@ -109,9 +111,6 @@ def scan(source: str, *, max_depth: int, max_macro_depth: int, namespaces: froze
         if tok.text in "([{":
             is_macro = _is_macro_call(toks, i)
             stack.append(is_macro)
-            result.max_depth = max(result.max_depth, len(stack))
-            if len(stack) > max_depth:
-                raise ScanError(f"nesting deeper than {max_depth} brackets", tok.offset)
             if is_macro:
                 _enter_macro(result, toks, i, sum(stack), max_macro_depth)
                 insertions.extend(_metering_insertions(source, toks, i, sites))
@@ -121,6 +120,47 @@ def scan(source: str, *, max_depth: int, max_macro_depth: int, namespaces: froze
     result.rewritten = _apply(source, insertions)
     result.loops = sites
     return result
+
+
+class _Depth:
+    """How deep the parser must go: each open bracket is a level, and so is each unary
+    ``-`` or ``!``, whose operand (with its member chain: ``-x[0].y``) is parsed one
+    level down. Thousands of ``-`` in a row fit in the length limit and overflowed the
+    type pass's recursion (cel_types), so both count towards the one limit. A unary
+    run ends at the next binary operator, ``?``, ``:`` or ``,`` of its bracket."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.outer: list[int] = []  # per open bracket, the levels outside it
+        self.level = 0  # the brackets' levels, and the unary operators still open
+        self.after_operand = False  # a '-' here is binary
+
+    def token(self, tok: Token) -> int:
+        """Account for ``tok``; the level it leaves open."""
+        text = tok.text
+        if tok.kind != "punct" or text == ".":
+            self.after_operand = tok.kind != "punct"
+        elif text in "-!" and not self.after_operand:
+            self.level += 1
+            self._check(tok.offset)
+        elif text in "([{":
+            self.outer.append(self.level)
+            self.level += 1
+            self.after_operand = False
+            self._check(tok.offset)
+        elif text in ")]}":
+            # What was open before the bracket stays open: a member chain may go on.
+            self.level = self.outer.pop() if self.outer else 0
+            self.after_operand = True
+        else:  # a binary operator or a separator ends the unary operators before it
+            self.level = self.outer[-1] + 1 if self.outer else 0
+            self.after_operand = False
+        return self.level
+
+    def _check(self, offset: int) -> None:
+        if self.level > self.limit:
+            raise ScanError(f"nesting deeper than {self.limit} levels (each bracket and each "
+                            "unary '-' or '!' is one)", offset)
 
 
 def _note_identifier(result: Scan, toks: list[Token], i: int, namespaces: frozenset[str]) -> None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from api.deps import ContractsDep, ContractsRead, ContractsWrite, ServingDep
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
+from api.schemas.common import UtcDatetime
 from contract.harness_config import etag_matches
 from contract.serving import ServingMove
 from contract.versions import PUBLISHED
@@ -82,7 +83,7 @@ def _out(move: ServingMove) -> ServingMoveOut:
 
 @router.get("/{name}/serving", response_model=ServingOut)
 def serving(name: str, serving: ServingDep, contracts: ContractsDep, _: ContractsRead,
-            at: datetime | None = None) -> ServingOut:
+            at: UtcDatetime | None = None) -> ServingOut:
     """Which version serves each specialist (now, or at ``at``), and which versions score."""
     current = serving.current(name, at)
     scoring = [v.version for v in contracts.versions(name, PUBLISHED)]
@@ -101,7 +102,7 @@ def serve(name: str, body: ServeIn, serving: ServingDep,
 
 @router.get("/{name}/serving/{specialist}", response_model=ServingMoveOut, responses=errors(404))
 def serving_of(name: str, specialist: str, serving: ServingDep, _: ContractsRead,
-               at: datetime | None = None) -> ServingMoveOut:
+               at: UtcDatetime | None = None) -> ServingMoveOut:
     """The version that serves ``specialist`` (now, or at ``at``); 404 if none did."""
     return _out(serving.at(name, specialist, at))
 
@@ -117,7 +118,7 @@ def serving_history(name: str, specialist: str, serving: ServingDep, _: Contract
             responses={304: {"description": "Unchanged since the ETag sent in If-None-Match"},
                        **errors(404)})
 def harness(name: str, specialist: str, serving: ServingDep, _: ContractsRead, response: Response,
-            at: datetime | None = None,
+            at: UtcDatetime | None = None,
             if_none_match: Annotated[str | None, Header()] = None) -> Any:
     """The harness configuration to run for ``specialist`` now: the serving version's
     [harness] resolved for the slot, with its version and hash. Poll with If-None-Match."""

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,6 +19,7 @@ from events.model import NewEvent
 from hcp.bootstrap import Container, bootstrap
 from hcp.settings import Settings
 from kernel.canonical import canonical_sha256
+from tests.unit.evaluators.factories import contract_text, publish
 
 
 def client_events(container: Container) -> int:
@@ -59,6 +61,11 @@ def nested(depth: int) -> str:
      "events[0].metadata.occurred_at"),
     (batch("{}", ', "expected_seq": 9223372036854775808'), 422, "events[0].expected_seq"),
     ('{"events": [{"stream_id": "\\udfff", "type": "x.t", "payload": {}}]}', 422, "events[0].stream_id"),
+    # A lone surrogate in a key is named by its escape (the path cannot carry it as it is).
+    (batch('{"\\ud800": 1}'), 422, "events[0].payload.\\ud800"),
+    (batch('{"a": {"b\\udfff": [1]}}'), 422, "events[0].payload.a.b\\udfff"),
+    (batch('{"\\ud800": 1, "\\ud800": 2}'), 422, "events[0].payload.\\ud800"),
+    (batch("{}", ', "metadata": {"\\udc00": 1}'), 422, "events[0].metadata.\\udc00"),
     (b'{"events": [{"stream_id": "s", "type": "x.t", "payload": {"t": "\xff"}}]}', 400, "body"),
     ("[" * 50_000 + "]" * 50_000, 400, "body"),
 ])
@@ -102,6 +109,48 @@ def test_out_of_range_parameters_are_422_naming_the_parameter(api: tuple[TestCli
     assert response.status_code == 422, response.text
     error = response.json()["error"]
     assert error["field"].split(".")[-1] in path, error  # e.g. query.after
+
+
+def _routes_taking_a_time() -> list[str]:
+    """Every GET route with a date-time query parameter, its path filled in (names of the
+    contract and specialist the test publishes)."""
+    found = []
+    for path, item in create_app().openapi()["paths"].items():
+        for parameter in item.get("get", {}).get("parameters", []):
+            if parameter["in"] == "query" and "date-time" in json.dumps(parameter["schema"]):
+                filled = path.replace("{name}", "coding" if path.startswith("/v1/specialists") else "default")
+                found.append(filled.replace("{specialist}", "coding").replace("{alias}", "production")
+                             + f"?{parameter['name']}=")
+    return found
+
+
+TIME_ROUTES = _routes_taking_a_time()
+
+
+def test_the_routes_taking_a_time_are_all_found() -> None:
+    assert len(TIME_ROUTES) >= 6 and any("/serving" in r for r in TIME_ROUTES)
+
+
+# Both parse as ISO 8601, and neither has a UTC form: one is past year 9999 in UTC, one before year 1.
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+@pytest.mark.parametrize("route", TIME_ROUTES)
+def test_a_time_with_no_utc_form_is_422_on_every_route_that_takes_one(
+        api: tuple[TestClient, Container], route: str, moment: str) -> None:
+    client, container = api
+    publish(container.contracts, contract_text())  # a version that serves, so the time is compared
+
+    response = client.get(route + quote(moment))
+
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["field"] == "query." + route.rsplit("?", 1)[1].rstrip("=")
+
+
+def test_a_lone_surrogate_in_any_body_key_is_422_naming_it_escaped(api: tuple[TestClient, Container]) -> None:
+    client, _ = api
+    response = post_raw(client, "/v1/contracts/validate", '{"document": "", "\\udbff": 1}')
+
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["field"] == "\\udbff"
 
 
 def test_out_of_range_body_integers_are_422(api: tuple[TestClient, Container]) -> None:

@@ -73,6 +73,29 @@ def test_invalid_document_lists_every_problem_and_stores_nothing(api):
     assert api.get("/v1/contracts", headers=api.reader).json() == []
 
 
+HELPFULNESS = 'expression = "feedback.count > 0 ? (feedback.rating + 1.0) / 2.0 : 0.5"'
+
+
+@pytest.mark.parametrize("expression", ["-" * 4000 + "0.5", "!" * 4000 + "true ? 0.5 : 0.5"])
+def test_thousands_of_unary_operators_are_422_like_the_nesting_limit_on_every_route(api, expression):
+    assert HELPFULNESS in EXAMPLE
+    broken = EXAMPLE.replace(HELPFULNESS, f'expression = "{expression}"')
+    _draft(api)  # version 1, a draft to edit
+
+    replies = {"validate": api.post("/v1/contracts/validate", json={"document": broken}, headers=api.reader),
+               "create": _draft(api, broken),
+               "edit": api.put("/v1/contracts/default/versions/1", json={"document": broken},
+                               headers=api.writer)}
+
+    for route, reply in replies.items():
+        assert reply.status_code == 422, (route, reply.text)
+        error = reply.json()["error"]
+        assert error["code"] == "invalid_contract" and "nesting deeper than 32" in error["message"], route
+        assert error["field"] == "evaluation.criteria[0].expression", route
+    assert [v["version"] for v in api.get("/v1/contracts", headers=api.reader).json()] == [1]
+    assert api.get("/v1/contracts/default/versions/1", headers=api.reader).json()["document"] == EXAMPLE
+
+
 def test_published_document_is_frozen_by_the_database(api):
     _draft(api)
     api.post("/v1/contracts/default/versions/1/publish", headers=api.writer)

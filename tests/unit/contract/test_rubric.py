@@ -85,6 +85,19 @@ def test_overlong_and_deeply_nested_expressions_are_refused_before_compiling() -
     assert error.column == triple.index("all(c") + 1
 
 
+@pytest.mark.parametrize("source", ["-" * 4000 + "1", "!" * 4000 + "true", "- " * 2000 + "1",
+                                    "-(" * 16 + "-" * 17 + "1" + ")" * 16])
+def test_unary_operators_count_towards_the_nesting_limit(source: str) -> None:
+    # Each '-' or '!' nests its operand one level deeper, as a bracket does; thousands
+    # of them overflowed the type pass's recursion (a 500 where the limit gives a 422).
+    assert "nesting deeper than 32" in refused(source).message
+
+
+def test_unary_operators_within_the_limit_compile() -> None:
+    assert compile_expression("-(" * 10 + "-" * 12 + "1" + ")" * 10, []).source  # 32 levels
+    assert compile_expression("!(1 != 2) && -1 - -1 == 0", []).source
+
+
 def test_nested_loops_over_input_are_stopped_by_the_budget() -> None:
     error = bounded("items.map(a, items.map(b, a + b)).size() > 0", FUEL_ONLY, items=list(range(2000)))
     assert error.kind == "budget"

@@ -56,9 +56,12 @@ def parse_time(text: str, field: str) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(text)
+        # Rewards are compared in UTC: 9999-12-31T23:59:59-14:00 parses but has no UTC form.
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
         raise Invalid(f"{field}: expected a date or date and time (ISO 8601), got {text!r}") from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+    except OverflowError:
+        raise Invalid(f"{field}: {text!r} is out of range once converted to UTC (year 1 to 9999)") from None
 
 
 def series(params: RewardParams) -> list[tuple[str, RewardFilter]]:

@@ -113,6 +113,8 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     filtered = get(client, "/console/rewards?specialist=coding&criterion=brevity&since=2000-01-01")
     assert "Distribution of brevity" in filtered
     assert "since: expected" in get(client, "/console/rewards?since=yesterday", 422)
+    assert "out of range" in get(client, "/console/rewards?since=9999-12-31T23:59:59-14:00", 422)
+    assert "out of range" in get(client, "/console/rewards?until=0001-01-01T00:00:00%2B14:00", 422)
 
     sessions = get(client, "/console/sessions")
     stream = re.search(r'href="/console/sessions/(session-[^"]+)"', sessions)[1]

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Body, HTTPException, Query, Response
+from fastapi.responses import JSONResponse
 
 from api.append_route import AppendRoute
 from api.deps import EventsRead, EventsWrite, EventWritingDep, StoreDep
@@ -26,10 +27,9 @@ from kernel.json_output import json_bytes
 router = APIRouter(prefix="/v1", tags=["events"], route_class=StrictJsonRoute, responses=SECURED)
 
 
-class SafeJSONResponse(Response):
-    """JSON of any depth (``kernel.json_output``); FastAPI's encoder stops at ~250 levels."""
-
-    media_type = "application/json"
+class SafeJSONResponse(JSONResponse):
+    """JSON of any depth (``kernel.json_output``); FastAPI's encoder stops at ~250 levels.
+    A JSONResponse, so that the OpenAPI documents the route's response_model as its body."""
 
     def render(self, content: Any) -> bytes:
         return json_bytes(content)

@@ -63,3 +63,21 @@ def test_operations_with_a_body_document_malformed_and_too_large(label: str, op:
 
 def test_no_validation_error_shape_other_than_ours() -> None:
     assert "HTTPValidationError" not in SPEC["components"]["schemas"]
+
+
+@pytest.mark.parametrize(("label", "op"), OPERATIONS, ids=[label for label, _ in OPERATIONS])
+def test_no_json_success_body_is_documented_as_a_bare_string(label: str, op: dict[str, Any]) -> None:
+    for status, response in op["responses"].items():
+        schema = response.get("content", {}).get("application/json", {}).get("schema")
+        if status.startswith("2") and schema is not None:
+            assert schema != {"type": "string"}, f"{label} {status}: a JSON body documented as a string"
+
+
+@pytest.mark.parametrize(("label", "model"), [("GET /v1/events", "EventPage"),
+                                              ("GET /v1/streams/{stream_id}", "EventPage"),
+                                              ("GET /v1/events/{event_id}", "RecordedEventOut")])
+def test_the_log_reads_document_their_bodies(label: str, model: str) -> None:
+    op = dict(OPERATIONS)[label]
+    schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+    assert schema == {"$ref": f"#/components/schemas/{model}"}
+    assert "payload" in SPEC["components"]["schemas"]["RecordedEventOut"]["properties"]

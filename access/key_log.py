@@ -3,7 +3,8 @@
 A key's row is what its stream (``api_key:<id>``) says: ``api_key.created`` makes it
 (scopes, tenant, expiry and, since version 2, the secret's sha256: the hash of 32
 random bytes gives nothing to brute-force, and without it a swapped hash would be a
-takeover nobody could see), ``api_key.revoked`` ends it. ``last_used_at`` is bookkeeping,
+takeover nobody could see), ``api_key.revoked`` ends it, ``api_key.console_signed_out``
+ends its console sessions. ``last_used_at`` is bookkeeping,
 not history (written at most once a minute per key and process), so it is a working
 column. ``agrees_with_log`` is how the key check refuses a row that its events do not
 make: a superuser's ``UPDATE api_keys SET scopes = '["admin"]'`` grants nothing.
@@ -60,8 +61,20 @@ class ApiKeyRevoked(ServerEvent):
     reason: str
 
 
+class ApiKeyConsoleSignedOut(ServerEvent):
+    TYPE = "api_key.console_signed_out"
+    SUMMARY = ("The console sessions of an API key were ended (sign-out): every cookie issued "
+               "before this event is refused")
+
+    key_id: str
+
+
 def project_api_keys(done: Logged[Any], state: State) -> list[Change]:
     event = done.event
+    if isinstance(event, ApiKeyConsoleSignedOut):
+        # The event's position, not its time: a cookie carries the value it was issued
+        # under, and positions order sign-ins and sign-outs without comparing clocks.
+        return [Update("api_keys", (event.key_id,), {"console_signed_out_position": done.position})]
     if isinstance(event, ApiKeyRevoked):
         return [Update("api_keys", (event.key_id,), {
             "revoked_at": done.recorded_at, "revoked_by": done.actor, "revoked_reason": event.reason})]
@@ -75,14 +88,16 @@ def project_api_keys(done: Logged[Any], state: State) -> list[Change]:
     return [Insert("api_keys", {
         "key_id": event.key_id, "secret_sha256": secret, "scopes": list(event.scopes),
         "label": event.label, "created_at": created, "tenant": event.tenant, "expires_at": expires,
-        "last_used_at": None, "revoked_at": None, "revoked_by": None, "revoked_reason": None})]
+        "last_used_at": None, "revoked_at": None, "revoked_by": None, "revoked_reason": None,
+        "console_signed_out_position": None})]
 
 
-API_KEYS = Projection(api_keys, (ApiKeyCreated, ApiKeyRevoked), project_api_keys, guard=NO_GUARD,
+API_KEYS = Projection(api_keys, (ApiKeyCreated, ApiKeyRevoked, ApiKeyConsoleSignedOut),
+                      project_api_keys, guard=NO_GUARD,
                       working={"last_used_at": "written at most once a minute per key and process "
                                                "when the key is used: bookkeeping, not history"})
 KEY_PROJECTIONS = ProjectionSet(API_KEYS)
-KEY_TYPES = (ApiKeyCreated.TYPE, ApiKeyRevoked.TYPE)
+KEY_TYPES = (ApiKeyCreated.TYPE, ApiKeyRevoked.TYPE, ApiKeyConsoleSignedOut.TYPE)
 
 
 def agrees_with_log(store: EventStore, row: Any) -> str | None:

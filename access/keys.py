@@ -11,6 +11,8 @@ the process for ``cache_ttl_s`` seconds. A revocation made in this process takes
 at once; one made elsewhere (the CLI, another API process) within ``cache_ttl_s``.
 Expiry is checked on every request against the cached expiry time. ``last_used_at`` is
 written at most once per ``last_used_every_s`` per key and process, not per request.
+Console sessions are checked against the same cached row (``console_key``): revoking a
+key, or signing it out of the console, ends its sessions on the same terms.
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from access.key_log import KEY_PROJECTIONS, ApiKeyCreated, ApiKeyRevoked, agrees_with_log, key_stream
+from access.key_log import (
+    KEY_PROJECTIONS,
+    ApiKeyConsoleSignedOut,
+    ApiKeyCreated,
+    ApiKeyRevoked,
+    agrees_with_log,
+    key_stream,
+)
 from access.principal import SCOPES, Principal
 from access.tables import api_keys
 from events.model import EventMetadata
@@ -71,6 +80,7 @@ class KeyInfo:
     revoked_at: datetime | None
     revoked_by: str | None
     revoked_reason: str | None
+    console_signed_out_position: int | None = None  # console sessions before it are ended
 
     def usable(self, now: datetime) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
@@ -149,6 +159,30 @@ class ApiKeys:
         self._cache.pop(key_id, None)
         return self.get(key_id)
 
+    def end_console_sessions(self, key_id: str, actor: str) -> None:
+        """Sign the key out of the console everywhere: every session cookie issued so far
+        is refused (here at once, in other processes within ``cache_ttl_s``)."""
+        with self.engine.begin() as conn:
+            self._journal(conn, ApiKeyConsoleSignedOut(key_id=key_id), actor)
+        self._cache.pop(key_id, None)
+
+    def console_generation(self, key_id: str) -> int:
+        """What a console session signed in now carries: where the key's sessions were
+        last ended (0: never), read afresh (a cached row may predate a sign-out)."""
+        found = self._lookup(key_id, fresh=True)
+        return (found[1].console_signed_out_position or 0) if found else 0
+
+    def console_key(self, key_id: str, generation: int) -> KeyInfo | None:
+        """The key of a console session issued at ``generation``, or None: unknown,
+        revoked, expired, or its sessions ended since. The row is the cached one the API's
+        key check uses, so this too holds within ``cache_ttl_s`` across processes."""
+        found = self._lookup(key_id)
+        if found is None:
+            return None
+        info = found[1]
+        ended = info.console_signed_out_position or 0
+        return info if info.usable(utcnow()) and generation >= ended else None
+
     def authenticate(self, key: str) -> Principal | None:
         """The key's principal, or None: malformed, unknown, wrong secret, revoked, expired."""
         parts = key.split("_", 2)
@@ -184,10 +218,10 @@ class ApiKeys:
             return None
         return info.principal
 
-    def _lookup(self, key_id: str) -> tuple[str, KeyInfo] | None:
+    def _lookup(self, key_id: str, fresh: bool = False) -> tuple[str, KeyInfo] | None:
         now = self._monotonic()
         cached = self._cache.get(key_id)
-        if cached is not None and now - cached[0] < self.cache_ttl_s:
+        if cached is not None and now - cached[0] < self.cache_ttl_s and not fresh:
             return cached[1], cached[2]
         with self.engine.connect() as conn:
             row = conn.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
@@ -219,7 +253,8 @@ class ApiKeys:
         except DBAPIError as exc:  # bookkeeping only: never refuse a request over it
             log.warning("could not record the use of key %s: %s", key_id, exc)
 
-    def _journal(self, conn: Connection, event: ApiKeyCreated | ApiKeyRevoked, actor: str) -> None:
+    def _journal(self, conn: Connection, event: ApiKeyCreated | ApiKeyRevoked | ApiKeyConsoleSignedOut,
+                 actor: str) -> None:
         # No tenant on key events, even for a tenant's key: they are the operators' record.
         write_in(conn, self.store, KEY_PROJECTIONS, key_stream(event.key_id), event,
                  EventMetadata(actor=actor, occurred_at=utcnow()))
@@ -237,7 +272,8 @@ def _info(row: Any) -> KeyInfo:
                    tenant=row["tenant"], created_at=utc(row["created_at"]),
                    expires_at=moment("expires_at"), last_used_at=moment("last_used_at"),
                    revoked_at=moment("revoked_at"), revoked_by=row["revoked_by"],
-                   revoked_reason=row["revoked_reason"])
+                   revoked_reason=row["revoked_reason"],
+                   console_signed_out_position=row["console_signed_out_position"])
 
 
 def create_key(engine: Engine, scopes: list[str], label: str | None = None,

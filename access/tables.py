@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Column, DateTime, String, Table, Text
+from sqlalchemy import JSON, BigInteger, Column, DateTime, String, Table, Text
 
 from kernel.db import metadata
 
@@ -21,4 +21,7 @@ api_keys = Table(
     Column("revoked_at", DateTime(timezone=True)),
     Column("revoked_by", String(200)),
     Column("revoked_reason", Text),
+    # The position of the key's latest api_key.console_signed_out: console cookies issued
+    # before it are refused. NULL: never signed out.
+    Column("console_signed_out_position", BigInteger),
 )

@@ -6,7 +6,8 @@ The goal (issue 12) is every page under 300 ms on the lineage benchmark's databa
 events). Give that database with ``--database-url``; without one, a SQLite database is
 built under ``--data-dir`` from synthetic harness traffic, scored under the example
 contract, with ``--generations`` successive adapters of ``coding`` (artifacts made up, no
-torch). Nothing is written to a given database: the session cookie is minted in-process.
+torch). One admin key is written to a given database (labelled ``bench-console-…``): a
+console session is checked against its key's row on every request, as in service.
 
 Requests go through the whole app in-process (``TestClient``: routing, dependencies,
 queries, templates), so the figures are server time without a network.
@@ -22,6 +23,7 @@ import argparse
 import statistics
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -143,11 +145,14 @@ def measure(client: TestClient, path: str, repeats: int) -> list[float]:
 
 
 def signed_in_client(container: Container) -> TestClient:
-    """A client with an admin session minted in-process: no key written to the database."""
+    """A client with an admin session minted in-process for a fresh admin key (the console
+    checks the session's key on every request, as it does in service)."""
     app = create_app(container)
     codec = SessionCodec(b"bench-console-secret-0123456789", 3600)
     app.state.console_codec = codec
-    cookie, _ = codec.issue("bench", "bench", frozenset({"admin"}))
+    key_id = container.keys.create(["admin"], f"bench-console-{uuid.uuid4().hex[:8]}").split("_")[1]
+    cookie, _ = codec.issue(key_id, "bench", frozenset({"admin"}),
+                            generation=container.keys.console_generation(key_id))
     client = TestClient(app)
     client.cookies.set(COOKIE, cookie, path="/console")
     return client
@@ -155,7 +160,7 @@ def signed_in_client(container: Container) -> TestClient:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--database-url", help="measure this database (nothing is written)")
+    parser.add_argument("--database-url", help="measure this database (one key is written)")
     parser.add_argument("--build", action="store_true",
                         help="build the data into --database-url (an empty database) first")
     parser.add_argument("--data-dir", type=Path, help="where to build one (default: a temp dir)")

@@ -87,7 +87,13 @@ ThrottleDep = Annotated[FailureThrottle, Depends(get_sign_in_throttle)]
 
 
 def current_session(request: Request, codec: CodecDep) -> ConsoleSession | None:
-    return codec.open(request.cookies.get(COOKIE))
+    """The cookie's session while its key is usable and not signed out since it was
+    issued (the key's row is cached like the API's: within HCP_KEY_CACHE_SECONDS)."""
+    session = codec.open(request.cookies.get(COOKIE))
+    if session is None:
+        return None
+    keys = get_container(request).keys
+    return session if keys.console_key(session.key_id, session.generation) else None
 
 
 MaybeViewer = Annotated[ConsoleSession | None, Depends(current_session)]

@@ -1,8 +1,11 @@
 """Console sessions: an API key exchanged, once, for a short-lived signed cookie.
 
-The cookie holds no secret: the key's id, label and scopes, an expiry and a random
-nonce, signed with HMAC-SHA256 under the console secret (``HCP_CONSOLE_SECRET``). The
-key itself is checked at sign-in and never stored or echoed. The CSRF token of a session
+The cookie holds no secret: the key's id, label and scopes, an expiry, a random nonce
+and the key's sign-out generation when it was issued (the position of its latest
+``api_key.console_signed_out``, 0 for none), signed with HMAC-SHA256 under the console
+secret (``HCP_CONSOLE_SECRET``). The key itself is checked at sign-in and never stored or
+echoed; on every request the console checks the key's row (``ApiKeys.console_key``), so a
+revoked key or a sign-out ends the session on the server, not only in the browser. The CSRF token of a session
 is derived from its nonce under the same secret, so it needs no server-side state and
 changes with every sign-in. Pure: no I/O.
 """
@@ -29,6 +32,7 @@ class ConsoleSession:
     expires_at: int  # unix seconds
     nonce: str
     tenant: str | None = None  # the key's tenant, where keys are bound to one
+    generation: int = 0  # the key's sign-out position at issue: a later sign-out ends it
 
     @property
     def actor(self) -> str:
@@ -52,16 +56,19 @@ class SessionCodec:
         self._secret, self.ttl_seconds, self._now = secret, ttl_seconds, now
 
     def issue(self, key_id: str, label: str | None, scopes: frozenset[str],
-              tenant: str | None = None) -> tuple[str, ConsoleSession]:
+              tenant: str | None = None, generation: int = 0) -> tuple[str, ConsoleSession]:
         session = ConsoleSession(key_id, label, frozenset(scopes),
-                                 int(self._now()) + self.ttl_seconds, secrets.token_urlsafe(16), tenant)
+                                 int(self._now()) + self.ttl_seconds, secrets.token_urlsafe(16), tenant,
+                                 generation)
         body = json.dumps({"k": key_id, "l": label, "s": sorted(scopes), "e": session.expires_at,
-                           "n": session.nonce, "t": tenant}, separators=(",", ":")).encode()
+                           "n": session.nonce, "t": tenant, "g": generation},
+                          separators=(",", ":")).encode()
         payload = _b64(body)
         return f"{payload}.{self._sign(b'session', payload.encode())}", session
 
     def open(self, cookie: str | None) -> ConsoleSession | None:
-        """The session a cookie carries, or None if it is absent, forged or expired."""
+        """The session a cookie carries, or None if it is absent, forged or expired (or
+        older than generations: then it is signed in again)."""
         if not cookie or cookie.count(".") != 1:
             return None
         payload, signature = cookie.split(".")
@@ -70,7 +77,7 @@ class SessionCodec:
         try:
             data = json.loads(_unb64(payload))
             session = ConsoleSession(str(data["k"]), data["l"], frozenset(data["s"]), int(data["e"]),
-                                     str(data["n"]), data.get("t"))
+                                     str(data["n"]), data.get("t"), int(data["g"]))
         except (ValueError, KeyError, TypeError):
             return None
         return session if session.expires_at > self._now() else None

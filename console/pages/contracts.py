@@ -47,7 +47,7 @@ def version(request: Request, name: str, version: int, session: Viewer,
 def rescoring(request: Request, name: str, version: int, session: Viewer,
               container: ContainerDep) -> Response:
     need(session, READ)
-    jobs = views.rescoring(container, name, version)
+    jobs = views.rescoring(container, name, version, session.allows("events:read"))
     return page(request, "fragments/rescoring.html",
                 {"jobs": jobs, "name": name, "number": version}, session)
 
@@ -57,8 +57,10 @@ def dry_run(request: Request, name: str, version: int, session: Viewer, containe
             codec: CodecDep, baseline: Annotated[str, Query()] = "",
             last: Annotated[int, Query(ge=1, le=MAX_SUBJECTS)] = views.DRY_RUN_DEFAULT_LAST,
             ) -> Response:
-    """Score the version over recent history against a baseline; writes nothing."""
+    """Score the version over recent history against a baseline; writes nothing. Its
+    movers and error samples come from event content: events:read too, as in the API."""
     need(session, READ)
+    need(session, "events:read")
     base = int(baseline) if baseline.isdigit() else None
     result = views.dry_run(container, name, version, base, last)
     draft = result["draft"]

@@ -48,7 +48,8 @@ def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecD
         # through the API, which filters by tenant (docs/security.md).
         error = "The console is for operator keys; this key belongs to a tenant (use the API)."
         return page(request, "sign_in.html", {"next": target, "error": error}, None, status=403)
-    cookie, _ = codec.issue(principal.key_id, principal.label, principal.scopes, None)
+    generation = container.keys.console_generation(principal.key_id)
+    cookie, _ = codec.issue(principal.key_id, principal.label, principal.scopes, None, generation)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(COOKIE, cookie, max_age=codec.ttl_seconds, path=HOME, httponly=True,
                         samesite="strict", secure=request.url.scheme == "https")
@@ -56,7 +57,10 @@ def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecD
 
 
 @router.post("/sign-out")
-def sign_out(_: Actor) -> Response:
+def sign_out(session: Actor, container: ContainerDep) -> Response:
+    """End the key's console sessions on the server (every browser's: a copied cookie is
+    refused too), then forget the cookie here."""
+    container.keys.end_console_sessions(session.key_id, session.actor)
     response = RedirectResponse(f"{HOME}/sign-in", status_code=303)
     response.delete_cookie(COOKIE, path=HOME, httponly=True, samesite="strict")
     return response

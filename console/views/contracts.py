@@ -84,10 +84,13 @@ def diff_page(container: Container, name: str, a: int, b: int) -> dict[str, Any]
             "text": diff.render(), "versions": container.contracts.versions(name)}
 
 
-def rescoring(container: Container, name: str, number: int) -> list[dict[str, Any]]:
-    """The version's re-evaluation jobs with their progress (0..1)."""
-    return [{**job.to_json(), "percent": round(100 * job.progress, 1)}
-            for job in container.reevaluations.jobs(name, number)]
+def rescoring(container: Container, name: str, number: int,
+              event_text: bool = False) -> list[dict[str, Any]]:
+    """The version's re-evaluation jobs with their progress (0..1); ``event_text``: the
+    error's example as stored (it may quote any tenant's events), else without it."""
+    jobs = container.reevaluations.jobs(name, number)
+    return [{**(job if event_text else job.without_event_text()).to_json(),
+             "percent": round(100 * job.progress, 1)} for job in jobs]
 
 
 def dry_run(container: Container, name: str, number: int, baseline: int | None,

@@ -33,7 +33,7 @@ from audit.upstream import Upstream
 from evaluators.seal import RewardSeals
 from events.projections.rebuild import Rebuilder
 from hcp.migrate import require_database, require_schema_at_head
-from hcp.projections import PROJECTIONS, WRITER_LOCKS
+from hcp.projections import PROJECTIONS, WRITER_LOCKS, replay_sources
 from hcp.services import Services
 from hcp.settings import Settings, get_settings
 from kernel.db import make_engine
@@ -137,7 +137,8 @@ class Container(Services):
     @cached_property
     def rebuilder(self) -> Rebuilder:
         """Every projection replayed from the log: ``hcp rebuild`` and the audit."""
-        return Rebuilder(self.engine, self.store, PROJECTIONS, locks=WRITER_LOCKS)
+        return Rebuilder(self.engine, self.store, PROJECTIONS, replay_sources(self.rewards),
+                         locks=WRITER_LOCKS)
 
     @cached_property
     def audit_jobs(self) -> AuditJobs:

@@ -15,17 +15,57 @@ written in, and a rebuild inserts in).
 
 from __future__ import annotations
 
-from access.key_log import KEY_PROJECTIONS
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from access.key_log import API_KEYS
 from contract.serving import SERVING_LOCK_KEY
+from evaluators.rewards import RewardStore
 from events.projections.model import ProjectionSet
 from events.sql_append import APPEND_LOCK_KEY
+from trainer.datasets.projections import (
+    DATASET_MANIFESTS,
+    MANIFEST_CONTRACT_VERSIONS,
+    MANIFEST_MEMBERS,
+    REWARDS,
+)
 from trainer.journal import REGISTRY_LOCK_KEY
+from trainer.registry import projections as registry
+from trainer.runs.projections import TRAINING_RUNS
+from trainer.triggers.projections import TRIGGER_FIRINGS, TRIGGER_POLICIES
 
-PROJECTIONS: ProjectionSet = KEY_PROJECTIONS
+PROJECTIONS = ProjectionSet(
+    API_KEYS,
+    registry.SPECIALISTS, registry.BASE_MODELS,
+    DATASET_MANIFESTS, MANIFEST_MEMBERS, MANIFEST_CONTRACT_VERSIONS,
+    TRAINING_RUNS, TRIGGER_POLICIES, TRIGGER_FIRINGS,
+    registry.ADAPTER_VERSIONS, registry.ADAPTER_CONTRACT_VERSIONS, registry.ADAPTER_ANCESTRY,
+    registry.ADAPTER_STATUS_CHANGES,
+    registry.ALIAS_MOVES, registry.ALIAS_PROTECTIONS, registry.ALIAS_MOVE_REQUESTS,
+    registry.ALIAS_MOVE_DECISIONS,
+)
 
 # The advisory locks a rebuild holds, in the order writers take them (registry, serving,
 # then the log's own by appending), so no event commits between its replay and its writes.
 WRITER_LOCKS = (REGISTRY_LOCK_KEY, SERVING_LOCK_KEY, APPEND_LOCK_KEY)
+
+
+
+def replay_sources(rewards: RewardStore) -> Callable[[Connection], dict[str, Callable[..., Any]]]:
+    """The chained records a replay's projectors read, on the replay's own connection: a
+    manifest's rewards by id (its three tables ask for the same ones: kept for the last few)."""
+    def on(conn: Connection) -> dict[str, Callable[..., Any]]:
+        @lru_cache(maxsize=4)
+        def by_ids(ids: tuple[str, ...]) -> list[Any]:
+            return rewards.by_ids(ids, conn)
+
+        return {REWARDS: lambda ids: by_ids(tuple(ids))}
+
+    return on
+
 
 LOG = {"events": "the log: its hash chain, the Merkle tree over it and the signed checkpoints"}
 

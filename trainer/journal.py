@@ -12,6 +12,9 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from events.model import EventMetadata, NewEvent, RecordedEvent
+from events.projections.model import ProjectionSet
+from events.projections.sql import Sources, append_in, write_in
+from events.server_events import E, Logged
 from events.store import EventStore
 from kernel.sql import lock_writers
 
@@ -41,6 +44,26 @@ def record(
                    metadata=EventMetadata(actor=actor, specialist=specialist,
                                           adapter_version=adapter_version))
     return store.append([new], conn=conn)[0].event
+
+
+def write(store: EventStore, conn: Connection, projections: ProjectionSet, stream_id: str,
+          event: E, actor: str, specialist: str | None = None,
+          adapter_version: str | None = None, sources: Sources | None = None) -> Logged[E]:
+    """Append one typed server event inside ``conn``'s transaction and apply its
+    projectors (``projections``: the writer's package's): the rows come from the event."""
+    return write_in(conn, store, projections, stream_id, event,
+                    EventMetadata(actor=actor, specialist=specialist, adapter_version=adapter_version),
+                    sources)
+
+
+def append(store: EventStore, conn: Connection, projections: ProjectionSet, stream_id: str,
+           event: E, actor: str, specialist: str | None = None,
+           adapter_version: str | None = None) -> Logged[E]:
+    """``write`` without the projectors, which the caller applies later in the same
+    transaction (``events.projections.sql.project_in``): when its rows name rows that later
+    events of the transaction write."""
+    return append_in(conn, store, projections, stream_id, event,
+                     EventMetadata(actor=actor, specialist=specialist, adapter_version=adapter_version))
 
 
 def specialist_stream(name: str) -> str:

@@ -46,6 +46,11 @@ class Update:
 Change = Insert | Update
 
 
+class ProjectionError(ValueError):
+    """The event cannot be projected (what it names is not there, or not what it says): a
+    finding of the log in a replay, an aborted transaction on the write path."""
+
+
 @dataclass(frozen=True)
 class Near:
     """A time the log bounds but does not hold: within ``seconds`` of ``value``."""

@@ -80,7 +80,8 @@ class Rebuilder:
     def _read(self, conn: Connection, chosen: list[Projection]
               ) -> tuple[Replayed, dict[str, Mapping[Key, Row] | None]]:
         names = [p.name for p in chosen]
-        live = {p.name: live_rows(conn, p) if table_exists(conn, p.table) else None for p in chosen}
+        live: dict[str, Mapping[Key, Row] | None] = {
+            p.name: live_rows(conn, p) if table_exists(conn, p.table) else None for p in chosen}
         events = self.store.of_types(replay_types(self.projections, names), conn=conn)
         return replay(self.projections, events, self.sources(conn), names), live
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events.model import RecordedEvent
-from events.projections.model import Change, Insert, Key, Projection, ProjectionSet, Row
+from events.projections.model import Change, Insert, Key, Projection, ProjectionError, ProjectionSet, Row
 from events.server_events import SERVER_TYPES, NotAServerEvent, logged
 
 
@@ -120,7 +120,12 @@ def replay(projections: ProjectionSet, events: Iterable[RecordedEvent],
             continue
         for projection in chosen:
             if type(done.event) in projection.events:
-                _apply(projection, done.position, done.type, projection.project(done, state), state, out)
+                try:
+                    changes = projection.project(done, state)
+                except ProjectionError as exc:
+                    out.problems.append(Problem(projection.name, done.position, f"{done.type}: {exc}"))
+                    continue
+                _apply(projection, done.position, done.type, changes, state, out)
     return out
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import JSON, Table, Uuid, and_, select, update
 from sqlalchemy.engine import Connection
 
 from events.model import EventMetadata
-from events.projections.model import Bound, Change, Insert, ProjectionSet, Row
+from events.projections.model import Bound, Change, Insert, Projection, ProjectionSet, Row
 from events.server_events import E, Logged, as_logged
 from events.store import EventStore
 
@@ -33,11 +33,18 @@ def write_in(conn: Connection, store: EventStore, projections: ProjectionSet, st
              expected_seq: int | None = None) -> Logged[E]:
     """Append ``event`` on ``stream_id`` inside ``conn``'s transaction and apply every
     projection of its type; the event as stored."""
-    projections.for_event(type(event))  # refuse an unknown type before writing anything
-    [appended] = store.append([event.new_event(stream_id, metadata, expected_seq)], conn=conn)
-    done = as_logged(event, appended.event)
+    done = append_in(conn, store, projections, stream_id, event, metadata, expected_seq)
     project_in(conn, projections, done, sources)
     return done
+
+
+def append_in(conn: Connection, store: EventStore, projections: ProjectionSet, stream_id: str,
+              event: E, metadata: EventMetadata, expected_seq: int | None = None) -> Logged[E]:
+    """Append ``event`` without projecting it yet: ``project_in`` must follow in the same
+    transaction (once the rows its projection's foreign keys name are written)."""
+    projections.for_event(type(event))  # refuse an unknown type before writing anything
+    [appended] = store.append([event.new_event(stream_id, metadata, expected_seq)], conn=conn)
+    return as_logged(event, appended.event)
 
 
 def project_in(conn: Connection, projections: ProjectionSet, done: Logged[Any],
@@ -108,3 +115,14 @@ def bind_row(table: Table, row: Mapping[str, Any]) -> Row:
             value = JSON.NULL
         bound[name] = value
     return bound
+
+
+def set_working_in(conn: Connection, projection: Projection, where: Any, **values: Any) -> int:
+    """Set working columns (``Projection.working``: progress, not history) of the rows
+    ``where`` selects; how many. The one way a projected table is written besides its
+    projector, and it refuses any other column."""
+    history = sorted(set(values) - set(projection.working))
+    if history:
+        raise ValueError(f"{projection.name}: {', '.join(history)} come from the log, not from "
+                         "set_working_in")
+    return int(conn.execute(update(projection.table).where(where).values(**values)).rowcount)

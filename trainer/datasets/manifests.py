@@ -20,8 +20,8 @@ from contract.subject import Subject
 from evaluators.model import RewardRecord
 from evaluators.rewards import RewardStore
 from events.store import EventStore
-from kernel.clock import utcnow
 from kernel.errors import Conflict, NotFound
+from trainer.datasets.events import DatasetFrozen
 from trainer.datasets.manifest import (
     HELD_OUT,
     TRAIN,
@@ -33,8 +33,9 @@ from trainer.datasets.manifest import (
     manifest_hash,
     select_rewards,
 )
-from trainer.datasets.members import index_in
+from trainer.datasets.projections import DATASET_PROJECTIONS, REWARDS
 from trainer.datasets.tables import dataset_manifests
+from trainer.journal import specialist_stream, write
 
 _ID_CHUNK = 500
 
@@ -44,7 +45,7 @@ class Manifests:
         self.engine, self.rewards, self.store = engine, rewards, store
 
     def freeze_in(self, conn: Connection, specialist: str, contract: str | None,
-                  cut_from: int, cut_to: int) -> tuple[str, Manifest]:
+                  cut_from: int, cut_to: int, actor: str = "system:triggers") -> tuple[str, Manifest]:
         """The manifest of the eligible rewards in (cut_from, cut_to], and of every held-out
         one up to ``cut_to`` (the gate compares on the whole held-out set, however little
         new data a run trains on), stored once by content hash inside ``conn``'s transaction.
@@ -75,13 +76,12 @@ class Manifests:
         if existing is not None:
             return str(existing), manifest
         manifest_id = str(uuid.uuid4())
-        conn.execute(dataset_manifests.insert().values(
-            manifest_id=manifest_id, specialist=specialist, content_hash=digest,
-            reward_ids=list(manifest.reward_ids), subject_event_ids=manifest.subject_event_ids,
-            contract_versions=list(manifest.contract_versions), split=manifest.split,
-            cut_from=cut_from, cut_to=cut_to, example_count=len(manifest.examples),
-            examples_sha256=manifest.examples_sha256, created_at=utcnow()))
-        index_in(conn, manifest_id, manifest, {str(r.reward_id): r for r in records})
+        by_id = {str(r.reward_id): r for r in records}
+        write(self.store, conn, DATASET_PROJECTIONS, specialist_stream(specialist), DatasetFrozen(
+            manifest_id=manifest_id, specialist=specialist, cut_from=cut_from, cut_to=cut_to,
+            reward_ids=list(manifest.reward_ids), examples_sha256=manifest.examples_sha256,
+            content_hash=digest), actor, specialist=specialist,
+            sources={REWARDS: lambda ids: [by_id[i] for i in ids]})
         return manifest_id, manifest
 
     def row(self, manifest_id: str, conn: Connection | None = None) -> Any:

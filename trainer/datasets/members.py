@@ -1,7 +1,7 @@
 """The manifests' lineage index: which rewards, sessions and contract versions a manifest holds.
 
-``index_in`` writes it in the transaction that freezes a manifest; ``ManifestIndex``
-answers the lineage questions from it without reading the manifests' JSON columns:
+The ``dataset.frozen`` event's projectors write it (``trainer.datasets.projections``);
+``ManifestIndex`` answers the lineage questions from it without reading the manifests' JSON columns:
 the members of a manifest page by page, the manifests that hold some rewards, some
 sessions or a contract version, and a manifest's summary (counts and hashes).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,12 +18,9 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection, Engine
 
-from evaluators.model import RewardRecord
 from kernel.clock import utc
 from kernel.db import reading
-from kernel.sql import insert_rows
 from kernel.values import JsonValue
-from trainer.datasets.manifest import Manifest
 from trainer.datasets.tables import dataset_manifests as dm
 from trainer.datasets.tables import manifest_contract_versions as mcv
 from trainer.datasets.tables import manifest_members as mm
@@ -65,19 +62,6 @@ class Reach(JsonValue):
 
     manifest_id: str
     members: int
-
-
-def index_in(conn: Connection, manifest_id: str, manifest: Manifest,
-             records: Mapping[str, RewardRecord]) -> None:
-    """Index a newly frozen manifest inside its transaction (``records`` by reward id)."""
-    used = [records[reward_id] for reward_id in manifest.reward_ids]
-    insert_rows(conn, mm, [
-        {"manifest_id": manifest_id, "reward_position": r.position, "reward_id": r.reward_id,
-         "subject_id": r.subject_id, "stream_id": r.stream_id, "split": r.split} for r in used])
-    counts = Counter((r.contract_name, r.contract_version) for r in used)
-    insert_rows(conn, mcv, [
-        {"manifest_id": manifest_id, "contract_name": name, "contract_version": version,
-         "reward_count": n} for (name, version), n in sorted(counts.items())])
 
 
 class ManifestIndex:

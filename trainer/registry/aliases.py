@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,8 +23,10 @@ from events.store import EventStore
 from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
-from trainer.journal import lock_registry, record, specialist_stream
+from trainer.journal import lock_registry, specialist_stream, write
+from trainer.registry.events import AliasMoved
 from trainer.registry.model import ROLLED_BACK, AliasMove, AliasWindow
+from trainer.registry.projections import ALIAS_PROJECTIONS
 from trainer.registry.status import change_status_in, effective_status_in
 from trainer.registry.tables import adapter_versions, alias_moves, alias_protections, specialists
 
@@ -147,15 +148,13 @@ def move_in(
         raise Conflict(f"{specialist}/{alias} points to {current_id}, not {expected_current}")
     if current_id == adapter_id:
         raise Conflict(f"{specialist}/{alias} already points to {adapter_id}")
-    event = record(store, conn, specialist_stream(specialist), "alias.moved", {
-        "specialist": specialist, "alias": alias, "adapter_id": adapter_id,
-        "previous_adapter_id": current_id, "reason": reason, "kind": kind,
-    }, actor, specialist=specialist, adapter_version=adapter_id)
-    move = AliasMove(position=event.position, specialist=specialist, alias=alias,
+    done = write(store, conn, ALIAS_PROJECTIONS, specialist_stream(specialist), AliasMoved(
+        specialist=specialist, alias=alias, adapter_id=adapter_id, previous_adapter_id=current_id,
+        reason=reason, kind="rollback" if kind == "rollback" else "move",
+    ), actor, specialist=specialist, adapter_version=adapter_id)
+    return AliasMove(position=done.position, specialist=specialist, alias=alias,
                      adapter_id=adapter_id, previous_adapter_id=current_id, actor=actor,
-                     reason=reason, moved_at=utc(event.recorded_at), kind=kind)
-    conn.execute(alias_moves.insert().values(**asdict(move)))
-    return move
+                     reason=reason, moved_at=done.recorded_at, kind=kind)
 
 
 class Aliases:

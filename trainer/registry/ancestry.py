@@ -1,9 +1,10 @@
 """The ancestry closure of adapter versions, and the registry's batched lineage reads.
 
-A version's ancestors never change once it is registered, so ``record_ancestry_in``
-writes them all at registration (its parent's rows, one deeper, plus itself at depth
-0). Upstream of a version is then one index range, and "every descendant of these
-versions" one indexed join, however deep the chains grow.
+A version's ancestors never change once it is registered, so its registration's
+projector (``trainer.registry.projections``) writes them all at once (its parent's
+rows, one deeper, plus itself at depth 0). Upstream of a version is then one index
+range, and "every descendant of these versions" one indexed join, however deep the
+chains grow.
 """
 
 from __future__ import annotations
@@ -29,17 +30,6 @@ from trainer.registry.tables import (
 )
 
 _CHUNK = 500  # ids per IN (...)
-
-
-def record_ancestry_in(conn: Connection, adapter_id: str, parent_id: str | None) -> None:
-    """Write the closure rows of a version being registered (inside its transaction)."""
-    rows = [{"descendant_id": adapter_id, "depth": 0, "ancestor_id": adapter_id}]
-    if parent_id is not None:
-        above = conn.execute(select(adapter_ancestry.c.depth, adapter_ancestry.c.ancestor_id)
-                             .where(adapter_ancestry.c.descendant_id == parent_id))
-        rows += [{"descendant_id": adapter_id, "depth": depth + 1, "ancestor_id": ancestor}
-                 for depth, ancestor in above]
-    conn.execute(adapter_ancestry.insert(), rows)
 
 
 def adapters_in(conn: Connection, adapter_ids: Iterable[str]) -> list[AdapterVersion]:

@@ -23,7 +23,7 @@ from events.store import EventStore
 from kernel.clock import utc
 from kernel.errors import Conflict, Invalid, NotFound
 from kernel.values import JsonValue
-from trainer.journal import lock_registry, record, specialist_stream
+from trainer.journal import lock_registry, specialist_stream, write
 from trainer.registry.aliases import (
     is_protected_in,
     latest_move,
@@ -31,11 +31,17 @@ from trainer.registry.aliases import (
     rollback_in,
     rollback_target_in,
 )
+from trainer.registry.events import (
+    AliasMoveApproved,
+    AliasMoveRejected,
+    AliasMoveRequested,
+    AliasProtectionChanged,
+)
 from trainer.registry.in_transaction import require_specialist_in
 from trainer.registry.model import AliasMove
+from trainer.registry.projections import ALIAS_PROJECTIONS
 from trainer.registry.tables import alias_move_decisions as decisions
 from trainer.registry.tables import alias_move_requests as requests
-from trainer.registry.tables import alias_protections
 
 
 @dataclass(frozen=True)
@@ -63,18 +69,13 @@ def request_in(conn: Connection, store: EventStore, specialist: str, alias: str,
     if rollback:
         adapter_id = rollback_target_in(conn, specialist, alias)[1]
     request_id = str(uuid.uuid4())
-    event = record(store, conn, specialist_stream(specialist), "alias.move_requested", {
-        "request_id": request_id, "specialist": specialist, "alias": alias,
-        "kind": "rollback" if rollback else "move", "adapter_id": adapter_id,
-        "expected_current": current_id, "reason": reason,
-    }, actor, specialist=specialist, adapter_version=adapter_id)
-    made = MoveRequest(request_id, specialist, alias, "rollback" if rollback else "move",
-                       adapter_id, current_id, actor, reason, utc(event.recorded_at))
-    conn.execute(requests.insert().values(
-        request_id=request_id, position=event.position, specialist=specialist, alias=alias,
-        kind=made.kind, adapter_id=adapter_id, expected_current=current_id, requested_by=actor,
-        reason=reason, requested_at=event.recorded_at))
-    return made
+    done = write(store, conn, ALIAS_PROJECTIONS, specialist_stream(specialist), AliasMoveRequested(
+        request_id=request_id, specialist=specialist, alias=alias,
+        kind="rollback" if rollback else "move", adapter_id=adapter_id,
+        expected_current=current_id, reason=reason,
+    ), actor, specialist=specialist, adapter_version=adapter_id)
+    return MoveRequest(request_id, specialist, alias, done.event.kind, adapter_id, current_id, actor,
+                       reason, done.recorded_at)
 
 
 class Approvals:
@@ -90,12 +91,9 @@ class Approvals:
             if is_protected_in(conn, specialist, alias) == protected:
                 raise Conflict(f"{specialist}/{alias} is already "
                                f"{'protected' if protected else 'unprotected'}")
-            event = record(self.store, conn, specialist_stream(specialist), "alias.protection_changed",
-                           {"specialist": specialist, "alias": alias, "protected": protected,
-                            "reason": reason}, actor, specialist=specialist)
-            conn.execute(alias_protections.insert().values(
-                position=event.position, specialist=specialist, alias=alias, protected=protected,
-                actor=actor, reason=reason, changed_at=event.recorded_at))
+            write(self.store, conn, ALIAS_PROJECTIONS, specialist_stream(specialist),
+                  AliasProtectionChanged(specialist=specialist, alias=alias, protected=protected,
+                                         reason=reason), actor, specialist=specialist)
         return self.protection(specialist, alias)
 
     def protection(self, specialist: str, alias: str) -> dict[str, Any]:
@@ -160,14 +158,10 @@ class Approvals:
 
     def _decide(self, conn: Connection, found: MoveRequest, decision: str, actor: str,
                 reason: str) -> None:
-        event = record(self.store, conn, specialist_stream(found.specialist),
-                       f"alias.move_{decision}", {"request_id": found.request_id,
-                                                   "specialist": found.specialist,
-                                                   "alias": found.alias, "reason": reason},
-                       actor, specialist=found.specialist, adapter_version=found.adapter_id)
-        conn.execute(decisions.insert().values(
-            request_id=found.request_id, position=event.position, decision=decision, actor=actor,
-            reason=reason, decided_at=event.recorded_at))
+        made = AliasMoveApproved if decision == "approved" else AliasMoveRejected
+        write(self.store, conn, ALIAS_PROJECTIONS, specialist_stream(found.specialist),
+              made(request_id=found.request_id, specialist=found.specialist, alias=found.alias,
+                   reason=reason), actor, specialist=found.specialist, adapter_version=found.adapter_id)
 
 
 def _request_in(conn: Connection, request_id: str) -> MoveRequest:

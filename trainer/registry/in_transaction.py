@@ -11,9 +11,10 @@ from sqlalchemy.engine import Connection
 
 from events.store import EventStore
 from kernel.errors import NotFound
-from trainer.journal import record, specialist_stream
-from trainer.registry.ancestry import record_ancestry_in
+from trainer.journal import specialist_stream, write
+from trainer.registry.events import AdapterRegistered, ContractLink
 from trainer.registry.model import AdapterVersion, ContractRef, NewAdapter, adapter_id_of
+from trainer.registry.projections import ADAPTER_PROJECTIONS
 from trainer.registry.rows import adapter_from_row
 from trainer.registry.tables import (
     adapter_contract_versions,
@@ -33,27 +34,13 @@ def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str
                                    .where(adapter_versions.c.specialist == new.specialist))
                       .scalar() or 0)
     adapter_id = adapter_id_of(new.specialist, version)
-    refs = [{"name": name, "version": number} for name, number in new.contract_versions]
-    event = record(store, conn, specialist_stream(new.specialist), "adapter.registered", {
-        "adapter_id": adapter_id, "version": version, "parent_adapter_id": new.parent_adapter_id,
-        "base_model": new.base_model, "training_run_id": new.training_run_id,
-        "manifest_id": new.manifest_id, "contract_versions": refs, "hyper": new.hyper,
-        "artifact_sha256": new.artifact_sha256, "status": new.status,
-        "gate": new.metrics.get("gate"),
-    }, actor, specialist=new.specialist, adapter_version=adapter_id)
-    conn.execute(adapter_versions.insert().values(
-        adapter_id=adapter_id, specialist=new.specialist, version=version,
-        parent_adapter_id=new.parent_adapter_id, base_model=new.base_model,
-        training_run_id=new.training_run_id, manifest_id=new.manifest_id, hyper=new.hyper,
-        metrics=new.metrics, artifact_sha256=new.artifact_sha256, artifact_uri=new.artifact_uri,
-        status=new.status, registered_by=actor, registered_at=event.recorded_at,
-        event_position=event.position))
-    if refs:
-        conn.execute(adapter_contract_versions.insert(), [
-            {"adapter_id": adapter_id, "contract_name": r["name"], "contract_version": r["version"]}
-            for r in refs
-        ])
-    record_ancestry_in(conn, adapter_id, new.parent_adapter_id)
+    write(store, conn, ADAPTER_PROJECTIONS, specialist_stream(new.specialist), AdapterRegistered(
+        adapter_id=adapter_id, version=version, parent_adapter_id=new.parent_adapter_id,
+        base_model=new.base_model, training_run_id=new.training_run_id, manifest_id=new.manifest_id,
+        contract_versions=[ContractLink(name=n, version=v) for n, v in new.contract_versions],
+        hyper=new.hyper, artifact_sha256=new.artifact_sha256, status=new.status,
+        gate=new.metrics.get("gate"), metrics=new.metrics, artifact_uri=new.artifact_uri,
+    ), actor, specialist=new.specialist, adapter_version=adapter_id)
     return adapter_in(conn, adapter_id)
 
 

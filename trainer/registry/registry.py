@@ -23,10 +23,11 @@ from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
 from kernel.json_input import JsonLimits, JsonRejected, check_json_value, parse_strict
-from trainer.journal import lock_registry, record, specialist_stream
+from trainer.journal import lock_registry, specialist_stream, write
 from trainer.ml.digest import weights_sha256
 from trainer.registry.aliases import latest_move, move_in
 from trainer.registry.ancestry import adapters_in
+from trainer.registry.events import BaseModelRegistered, SpecialistCreated
 from trainer.registry.in_transaction import adapter_in
 from trainer.registry.model import (
     CANDIDATE,
@@ -37,6 +38,7 @@ from trainer.registry.model import (
     BaseModelEntry,
     Specialist,
 )
+from trainer.registry.projections import SPECIALIST_PROJECTIONS
 from trainer.registry.rows import base_from_row
 from trainer.registry.status import change_status_in as record_status_in
 from trainer.registry.tables import (
@@ -95,14 +97,8 @@ class Registry:
                     raise Conflict(f"base model '{name}' is registered with other weights "
                                    f"({existing.weights_sha256[:12]}…); choose another name")
                 return base_from_row(existing)
-            described = {"source": source} if source is not None else {}
-            event = record(self.store, conn, f"base_model:{name}", "base_model.registered", {
-                "name": name, "path": str(root), "weights_sha256": digest, "config": config,
-                **described}, actor)
-            values = {"name": name, "path": str(root), "weights_sha256": digest,
-                      "config": config, "registered_by": actor, "source": source,
-                      "registered_at": event.recorded_at, "event_position": event.position}
-            conn.execute(base_models.insert().values(**values))
+            write(self.store, conn, SPECIALIST_PROJECTIONS, f"base_model:{name}", BaseModelRegistered(
+                name=name, path=str(root), weights_sha256=digest, config=config, source=source), actor)
         return self.base_model(name)
 
     def _confined(self, path: str | Path) -> Path:
@@ -140,11 +136,8 @@ class Registry:
             lock_registry(conn)
             if conn.execute(select(specialists).where(specialists.c.name == name)).first():
                 raise Conflict(f"specialist '{name}' exists")
-            event = record(self.store, conn, specialist_stream(name), "specialist.created",
-                           {"name": name, "description": description}, actor, specialist=name)
-            conn.execute(specialists.insert().values(
-                name=name, description=description, created_by=actor,
-                created_at=event.recorded_at))
+            write(self.store, conn, SPECIALIST_PROJECTIONS, specialist_stream(name),
+                  SpecialistCreated(name=name, description=description), actor, specialist=name)
         return self.specialist(name)
 
     def specialist(self, name: str) -> Specialist:

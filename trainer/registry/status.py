@@ -10,7 +10,9 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from events.store import EventStore
-from trainer.journal import record, specialist_stream
+from trainer.journal import specialist_stream, write
+from trainer.registry.events import AdapterStatusChanged
+from trainer.registry.projections import ADAPTER_PROJECTIONS
 from trainer.registry.tables import adapter_status_changes, adapter_versions
 
 
@@ -30,9 +32,6 @@ def effective_status_in(conn: Connection, adapter_id: str) -> str | None:
 def change_status_in(conn: Connection, store: EventStore, adapter_id: str, specialist: str,
                      status: str, previous: str | None, actor: str, reason: str) -> None:
     """Record ``status`` for the adapter (an ``adapter.status_changed`` event and a row)."""
-    event = record(store, conn, specialist_stream(specialist), "adapter.status_changed", {
-        "adapter_id": adapter_id, "status": status, "previous_status": previous, "reason": reason,
-    }, actor, specialist=specialist, adapter_version=adapter_id)
-    conn.execute(adapter_status_changes.insert().values(
-        position=event.position, adapter_id=adapter_id, status=status, actor=actor,
-        reason=reason, changed_at=event.recorded_at))
+    write(store, conn, ADAPTER_PROJECTIONS, specialist_stream(specialist), AdapterStatusChanged(
+        adapter_id=adapter_id, status=status, previous_status=previous, reason=reason),
+        actor, specialist=specialist, adapter_version=adapter_id)

@@ -20,14 +20,23 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 
+from events.projections.sql import set_working_in
 from events.store import EventStore
 from kernel.clock import utc, utcnow
 from kernel.db import reading
 from kernel.errors import Conflict, NotFound
-from trainer.journal import lock_registry, record, run_stream
+from trainer.journal import lock_registry, run_stream, write
+from trainer.runs.events import (
+    RunEvent,
+    TrainingFailed,
+    TrainingQueued,
+    TrainingRequeued,
+    TrainingStarted,
+    TrainingSucceeded,
+)
 from trainer.runs.model import (
     FAILED,
     QUEUED,
@@ -38,6 +47,7 @@ from trainer.runs.model import (
     RunStatus,
     TrainingRun,
 )
+from trainer.runs.projections import RUN_PROJECTIONS, TRAINING_RUNS
 from trainer.runs.tables import training_runs as tr
 
 
@@ -53,18 +63,13 @@ class Runs:
         self.engine, self.store = engine, store
 
     def create_in(self, conn: Connection, values: dict[str, Any], reason: str) -> TrainingRun:
-        now = utcnow()
-        row = {**values, "status": QUEUED, "step": 0, "last_loss": None, "error": None,
-               "attempts": 0, "lease_owner": None, "lease_until": None, "adapter_id": None,
-               "gate_outcome": None,
-               "created_at": now, "updated_at": now, "started_at": None, "finished_at": None}
-        conn.execute(tr.insert().values(**row))
-        self._event(conn, row["run_id"], row["specialist"], "training.queued", {
-            "parent_adapter_id": row["parent_adapter_id"], "base_model": row["base_model"],
-            "manifest_id": row["manifest_id"], "firing_id": row["firing_id"],
-            "hyper": row["hyper"], "reason": reason,
-        }, row["created_by"])
-        return _run(conn.execute(select(tr).where(tr.c.run_id == row["run_id"])).one())
+        """Queue a run inside the firing's transaction (``values``: its settings)."""
+        self._event(conn, values["specialist"], TrainingQueued(
+            run_id=values["run_id"], parent_adapter_id=values["parent_adapter_id"],
+            base_model=values["base_model"], manifest_id=values["manifest_id"],
+            firing_id=values["firing_id"], hyper=values["hyper"], reason=reason,
+            gate=values["gate"], total_steps=values["total_steps"]), values["created_by"])
+        return self.reload_in(conn, values["run_id"])
 
     def get(self, run_id: str) -> TrainingRun:
         with self.engine.connect() as conn:
@@ -124,14 +129,11 @@ class Runs:
                 self._finish(conn, run, FAILED, f"gave up after {run.attempts} attempts "
                              f"(last worker: {run.lease_owner})", "system:trainer")
                 return Claim("gave_up", self.reload_in(conn, run_id))
-            conn.execute(update(tr).where(tr.c.run_id == run_id).values(
-                status=RUNNING, attempts=run.attempts + 1, lease_owner=owner,
-                lease_until=now + timedelta(seconds=lease_seconds), step=0, last_loss=None,
-                error=None, started_at=now, updated_at=now))
-            self._event(conn, run_id, run.specialist, "training.started", {
-                "attempt": run.attempts + 1, "worker": owner,
-                "taken_over_from": run.lease_owner if run.status == RUNNING else None,
-            }, owner)
+            self._event(conn, run.specialist, TrainingStarted(
+                run_id=run_id, attempt=run.attempts + 1, worker=owner,
+                taken_over_from=run.lease_owner if run.status == RUNNING else None), owner)
+            set_working_in(conn, TRAINING_RUNS, tr.c.run_id == run_id, step=0, last_loss=None,
+                           lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
             return Claim("claimed", self.reload_in(conn, run_id))
 
     def heartbeat(self, run_id: str, owner: str, lease_seconds: float,
@@ -143,10 +145,8 @@ class Runs:
         if step is not None:
             values.update(step=step, last_loss=loss)
         with self.engine.begin() as conn:
-            result = conn.execute(update(tr).where(
-                tr.c.run_id == run_id, tr.c.lease_owner == owner, tr.c.status == RUNNING
-            ).values(**values))
-        return bool(result.rowcount)
+            held = (tr.c.run_id == run_id) & (tr.c.lease_owner == owner) & (tr.c.status == RUNNING)
+            return bool(set_working_in(conn, TRAINING_RUNS, held, **values))
 
     def succeed_in(self, conn: Connection, run_id: str, owner: str, adapter_id: str,
                    summary: dict[str, Any]) -> None:
@@ -177,11 +177,10 @@ class Runs:
             run = self.reload_in(conn, run_id)
             if run.status != FAILED:
                 raise Conflict(f"run {run_id} is {run.status}; only a failed run can be retried")
-            conn.execute(update(tr).where(tr.c.run_id == run_id).values(
-                status=QUEUED, attempts=0, error=None, lease_owner=None, lease_until=None,
-                step=0, last_loss=None, finished_at=None, updated_at=utcnow()))
-            self._event(conn, run_id, run.specialist, "training.requeued",
-                        {"reason": reason, "previous_error": run.error}, actor)
+            self._event(conn, run.specialist, TrainingRequeued(
+                run_id=run_id, reason=reason, previous_error=run.error), actor)
+            set_working_in(conn, TRAINING_RUNS, tr.c.run_id == run_id, lease_until=None, step=0,
+                           last_loss=None, updated_at=utcnow())
             return self.reload_in(conn, run_id)
 
     @staticmethod
@@ -207,18 +206,26 @@ class Runs:
     def _finish(self, conn: Connection, run: TrainingRun, status: RunStatus, error: str | None,
                 actor: str, adapter_id: str | None = None, extra: dict[str, Any] | None = None,
                 gate_outcome: str | None = None) -> None:
-        now = utcnow()
-        conn.execute(update(tr).where(tr.c.run_id == run.run_id).values(
-            status=status, error=error, adapter_id=adapter_id, gate_outcome=gate_outcome,
-            lease_until=None, finished_at=now, updated_at=now))
-        payload = {"error": error} if status == FAILED else {"adapter_id": adapter_id, **(extra or {})}
-        self._event(conn, run.run_id, run.specialist, f"training.{status}",
-                    {"attempt": run.attempts, **payload}, actor, adapter_id)
+        if status == FAILED:
+            finished: TrainingFailed | TrainingSucceeded = TrainingFailed(
+                run_id=run.run_id, attempt=run.attempts, error=error)
+        else:
+            assert adapter_id is not None
+            summary = extra or {}
+            finished = TrainingSucceeded(
+                run_id=run.run_id, attempt=run.attempts, adapter_id=adapter_id,
+                status=gate_outcome or summary.get("status", ""),
+                artifact_sha256=summary.get("artifact_sha256", ""),
+                gate_reason=summary.get("gate_reason", ""), examples=summary.get("examples"),
+                examples_sha256=summary.get("examples_sha256"))
+        self._event(conn, run.specialist, finished, actor, adapter_id)
+        set_working_in(conn, TRAINING_RUNS, tr.c.run_id == run.run_id, lease_until=None,
+                       updated_at=utcnow())
 
-    def _event(self, conn: Connection, run_id: str, specialist: str, event_type: str,
-               payload: dict[str, Any], actor: str, adapter_id: str | None = None) -> None:
-        record(self.store, conn, run_stream(run_id), event_type, {"run_id": run_id, **payload},
-               actor, specialist=specialist, adapter_version=adapter_id)
+    def _event(self, conn: Connection, specialist: str, event: RunEvent, actor: str,
+               adapter_id: str | None = None) -> None:
+        write(self.store, conn, RUN_PROJECTIONS, run_stream(event.run_id), event, actor,
+              specialist=specialist, adapter_version=adapter_id)
 
     @staticmethod
     def reload_in(conn: Connection, run_id: str) -> TrainingRun:

@@ -23,16 +23,18 @@ from sqlalchemy.exc import IntegrityError
 
 from contract.serving import ContractServing
 from evaluators.rewards import RewardStore
+from events.projections.sql import project_in
 from events.store import EventStore
 from kernel.clock import utc, utcnow
 from kernel.errors import Conflict, Invalid, NotFound
 from trainer.datasets.manifests import Manifests
-from trainer.journal import lock_registry, record, specialist_stream
+from trainer.journal import append, lock_registry, specialist_stream
 from trainer.registry.aliases import latest_move
 from trainer.registry.in_transaction import adapter_in, base_model_names_in, specialist_names_in
 from trainer.runs.dispatch import Dispatcher, DispatchFailed
 from trainer.runs.model import SUCCEEDED, TrainingRun
 from trainer.runs.store import Runs
+from trainer.triggers.events import TriggerFired
 from trainer.triggers.model import Firing
 from trainer.triggers.policy import (
     ROOT,
@@ -44,6 +46,7 @@ from trainer.triggers.policy import (
     quiet_note,
 )
 from trainer.triggers.policy import manual as manual_decision
+from trainer.triggers.projections import TRIGGER_PROJECTIONS
 from trainer.triggers.sources import Policies
 from trainer.triggers.tables import trigger_firings
 
@@ -217,14 +220,15 @@ class Triggers:
         rerun = existing.rerun + 1 if existing is not None else 0
         base, hyper = self._base_and_hyper(conn, state, policy, base_model, hyper_overrides or {})
         manifest_id, manifest = self.manifests.freeze_in(conn, state.specialist, policy.contract,
-                                                         decision.cut_from, decision.dataset_cut)
+                                                         decision.cut_from, decision.dataset_cut, actor)
         firing_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
-        event = record(self.store, conn, specialist_stream(state.specialist), "trigger.fired", {
-            "firing_id": firing_id, "run_id": run_id, "policy": decision.policy,
-            "reason": decision.reason, "parent_adapter_id": state.parent_adapter_id,
-            "dataset_cut": decision.dataset_cut, "cut_from": decision.cut_from,
-            "manifest_id": manifest_id, "manifest_hash": manifest.content_hash, "rerun": rerun,
-        }, actor, specialist=state.specialist, adapter_version=state.parent_adapter_id)
+        fired = append(self.store, conn, TRIGGER_PROJECTIONS, specialist_stream(state.specialist),
+                       TriggerFired(firing_id=firing_id, run_id=run_id, policy=decision.policy,
+                                    reason=decision.reason, parent_adapter_id=state.parent_adapter_id,
+                                    dataset_cut=decision.dataset_cut, cut_from=decision.cut_from,
+                                    manifest_id=manifest_id, manifest_hash=manifest.content_hash,
+                                    rerun=rerun),
+                       actor, specialist=state.specialist, adapter_version=state.parent_adapter_id)
         self.runs.create_in(conn, {
             "run_id": run_id, "specialist": state.specialist,
             "parent_adapter_id": state.parent_adapter_id, "base_model": base,
@@ -232,13 +236,9 @@ class Triggers:
             "gate": policy.gate.model_dump(), "total_steps": int(hyper.get("steps", 0)),
             "created_by": actor,
         }, decision.reason)
-        values = {"firing_id": firing_id, "specialist": state.specialist,
-                  "parent_key": state.parent_key, "dataset_cut": decision.dataset_cut,
-                  "policy": decision.policy, "reason": decision.reason, "run_id": run_id,
-                  "fired_by": actor, "fired_at": event.recorded_at,
-                  "event_position": event.position, "rerun": rerun}
-        conn.execute(trigger_firings.insert().values(**values))
-        return firing_from_row(values, created=True)
+        project_in(conn, TRIGGER_PROJECTIONS, fired)  # after the run: the firing row names it
+        return firing_from_row(conn.execute(select(trigger_firings).where(
+            trigger_firings.c.firing_id == firing_id)).one(), created=True)
 
     def _base_and_hyper(self, conn: Connection, state: SpecialistState, policy: Policy,
                         base_model: str | None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import JSON, select
+from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 
 from contract.document import ContractDocument, ContractInvalid, parse_contract
@@ -24,9 +24,11 @@ from contract.policy import TriggerPolicy
 from contract.versions import ContractVersions
 from events.store import EventStore
 from kernel.errors import Conflict
-from trainer.journal import lock_registry, record, specialist_stream
+from trainer.journal import lock_registry, specialist_stream, write
 from trainer.registry.in_transaction import require_specialist_in
+from trainer.triggers.events import TriggerCleared, TriggerConfigured
 from trainer.triggers.policy import NO_POLICY, Policy, policy_from_contract, resolve
+from trainer.triggers.projections import TRIGGER_PROJECTIONS
 from trainer.triggers.tables import trigger_policies
 
 
@@ -40,12 +42,8 @@ class Policies:
         with self.engine.begin() as conn:
             lock_registry(conn)
             require_specialist_in(conn, specialist)
-            event = record(self.store, conn, specialist_stream(specialist), "trigger.configured",
-                           {"specialist": specialist, "policy": config}, actor,
-                           specialist=specialist)
-            conn.execute(trigger_policies.insert().values(
-                position=event.position, specialist=specialist, config=config, actor=actor,
-                configured_at=event.recorded_at))
+            write(self.store, conn, TRIGGER_PROJECTIONS, specialist_stream(specialist),
+                  TriggerConfigured(specialist=specialist, policy=config), actor, specialist=specialist)
         return self.effective(specialist)
 
     def clear(self, specialist: str, actor: str, reason: str = "") -> Policy:
@@ -59,12 +57,8 @@ class Policies:
             require_specialist_in(conn, specialist)
             if _latest_config(conn, specialist) is None:
                 raise Conflict(f"'{specialist}' has no API-set trigger policy to drop")
-            event = record(self.store, conn, specialist_stream(specialist), "trigger.cleared",
-                           {"specialist": specialist, "reason": reason}, actor,
-                           specialist=specialist)
-            conn.execute(trigger_policies.insert().values(
-                position=event.position, specialist=specialist, config=JSON.NULL, actor=actor,
-                configured_at=event.recorded_at))
+            write(self.store, conn, TRIGGER_PROJECTIONS, specialist_stream(specialist),
+                  TriggerCleared(specialist=specialist, reason=reason), actor, specialist=specialist)
         return self.effective(specialist)
 
     def effective(self, specialist: str) -> Policy:

@@ -1,0 +1,82 @@
+"""The manifests' tables as projections of ``dataset.frozen``.
+
+A manifest row, its members and its per-contract-version counts all follow from the
+event's reward ids and the reward records they name (source ``rewards_by_id``: the
+reward store's, read in the caller's transaction). The rebuilt content must hash to the
+event's content hash, or the event cannot be projected: the rewards it names are not the
+ones it froze.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from evaluators.model import RewardRecord
+from events.projections.model import Change, Insert, Projection, ProjectionError, ProjectionSet, State
+from events.server_events import Logged
+from trainer.datasets.events import DatasetFrozen
+from trainer.datasets.manifest import HELD_OUT, TRAIN, manifest_hash
+from trainer.datasets.tables import dataset_manifests, manifest_contract_versions, manifest_members
+
+REWARDS = "rewards_by_id"  # the source: reward ids -> their records, in any order
+
+
+def _rewards(done: Logged[Any], state: State) -> list[RewardRecord]:
+    e = done.event
+    assert isinstance(e, DatasetFrozen)
+    found = {str(r.reward_id): r for r in state.source(REWARDS)(e.reward_ids)}
+    missing = [i for i in e.reward_ids if i not in found]
+    if missing:
+        raise ProjectionError(f"{len(missing)} of its rewards are not in the reward records "
+                              f"(first {missing[0]})")
+    return [found[i] for i in e.reward_ids]
+
+
+def manifest_row(e: DatasetFrozen, rewards: Sequence[RewardRecord], created_at: datetime) -> dict[str, Any]:
+    """The manifest's row as its rewards make it (the hashed content and the rest)."""
+    versions = sorted({(r.contract_name, r.contract_version, r.contract_hash) for r in rewards})
+    content = {
+        "specialist": e.specialist, "cut_from": e.cut_from, "cut_to": e.cut_to,
+        "reward_ids": [str(r.reward_id) for r in rewards],
+        "subject_event_ids": {r.subject_id: list(r.event_ids) for r in rewards},
+        "contract_versions": [{"name": n, "version": v, "hash": h} for n, v, h in versions],
+        "split": {TRAIN: sum(r.split == TRAIN for r in rewards),
+                  HELD_OUT: sum(r.split == HELD_OUT for r in rewards)},
+        "examples_sha256": e.examples_sha256}
+    if manifest_hash(content) != e.content_hash:
+        raise ProjectionError(f"its rewards make content hash {manifest_hash(content)[:12]}…, not the "
+                              f"{e.content_hash[:12]}… it froze")
+    return {**content, "manifest_id": e.manifest_id, "content_hash": e.content_hash,
+            "example_count": len(rewards), "created_at": created_at}
+
+
+def _manifests(done: Logged[Any], state: State) -> list[Change]:
+    e = done.event
+    assert isinstance(e, DatasetFrozen)
+    at = datetime.fromisoformat(e.frozen_at) if e.frozen_at else done.recorded_at
+    return [Insert("dataset_manifests", manifest_row(e, _rewards(done, state), at))]
+
+
+def _members(done: Logged[Any], state: State) -> list[Change]:
+    manifest_id = done.event.manifest_id
+    return [Insert("manifest_members", {"manifest_id": manifest_id, "reward_position": r.position,
+                                        "reward_id": str(r.reward_id), "subject_id": r.subject_id,
+                                        "stream_id": r.stream_id, "split": r.split})
+            for r in _rewards(done, state)]
+
+
+def _contract_counts(done: Logged[Any], state: State) -> list[Change]:
+    counts = Counter((r.contract_name, r.contract_version) for r in _rewards(done, state))
+    return [Insert("manifest_contract_versions", {"manifest_id": done.event.manifest_id,
+                                                  "contract_name": name, "contract_version": version,
+                                                  "reward_count": n})
+            for (name, version), n in sorted(counts.items())]
+
+
+DATASET_MANIFESTS = Projection(dataset_manifests, (DatasetFrozen,), _manifests)
+MANIFEST_MEMBERS = Projection(manifest_members, (DatasetFrozen,), _members)
+MANIFEST_CONTRACT_VERSIONS = Projection(manifest_contract_versions, (DatasetFrozen,), _contract_counts)
+DATASET_PROJECTIONS = ProjectionSet(DATASET_MANIFESTS, MANIFEST_MEMBERS, MANIFEST_CONTRACT_VERSIONS)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,21 +24,49 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
                                            "HCP_API_WORKERS, 1); see docs/scaling.md"),
           access_log: bool = typer.Option(True, "--access-log/--no-access-log",
                                           help="Log a line per request (costs CPU under load)"),
+          run_workers: bool = typer.Option(
+              None, "--run-workers/--no-run-workers",
+              help="Run the evaluator and the trigger loop in this process (default: in "
+                   "embedded mode, i.e. no Kafka and no Redis configured; turn off when "
+                   "`hcp evaluator` and `hcp triggers run` run as processes of their own)"),
+          trigger_interval: float = typer.Option(30.0, min=1.0, help="Seconds between the "
+                                                 "in-process trigger loop's evaluations"),
           ) -> None:
     """Run the HTTP API (refuses to start on a schema that is not at head)."""
-    import uvicorn
-
-    from api.app import create_app
+    from hcp.background import InProcessWorkers
 
     settings = get_settings()
     container = bootstrap(settings)  # checks the schema once, before any worker starts
     workers = workers or settings.api_workers
     host, port = host or settings.api_host, port or settings.api_port
+    if run_workers is None:
+        run_workers = settings.embedded and not settings.redis_url
+    background = InProcessWorkers(container, trigger_interval) if run_workers else None
+    if background is not None:
+        typer.echo("running the evaluator and the trigger loop in this process "
+                   "(--no-run-workers when they run on their own)", err=True)
+        background.start()
+    # uvicorn stops on SIGTERM, then raises it again: with the default handler that would
+    # end the process before the evaluator stores its last batch; a clean stop exits 0.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        _serve(container, host, port, workers, access_log)
+    finally:
+        if background is not None:
+            background.close()
+        container.close()
+
+
+def _serve(container: Container, host: str, port: int, workers: int, access_log: bool) -> None:
+    import uvicorn
+
+    from api.app import create_app
+
     if workers == 1:
         uvicorn.run(create_app(container, served=True), host=host, port=port, log_level="info",
                     access_log=access_log)
         return
-    container.close()
+    settings = container.settings
     _warn_if_cores_are_few(workers)
     if not settings.console_secret:
         # One process signs console sessions with a random key of its own; the workers

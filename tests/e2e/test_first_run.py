@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import site
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.readme import setup_commands
 
 pytest.importorskip("peft")
 pytestmark = [pytest.mark.train, pytest.mark.slow]
@@ -58,7 +61,8 @@ def newcomer_env() -> dict[str, str]:
 @pytest.mark.timeout(1500)
 def test_the_readmes_first_command_runs_in_a_fresh_clone(tmp_path: Path) -> None:
     clone = fresh_clone(tmp_path)
-    run = subprocess.run(["bash", "scripts/demo.sh", "--model", "tiny"], cwd=clone,
+    first_command = shlex.split(setup_commands()[0])  # as the README writes it
+    run = subprocess.run([*first_command, "--model", "tiny"], cwd=clone,
                          env=newcomer_env(), capture_output=True, text=True, timeout=1500)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-4000:]

@@ -29,7 +29,7 @@ base_model = "tiny"
 tool_allowlist = ["weather", "python.run"]
 
 [harness.generation]
-max_tokens = 12
+max_tokens = 64
 
 [harness.router]
 strategy = "keywords"
@@ -68,7 +68,8 @@ eligible = "counts.answered_turns > 0"
 
 def build_world(c: Container, models_dir: Path) -> None:
     """The tiny base (registered as ``tiny``), the contract published (serving both
-    slots), the specialists ``chat`` and ``coding``, and a trigger policy for ``coding``."""
+    slots), the specialists ``chat`` and ``coding``, and trigger policies that never fire
+    by themselves (the tests fire runs, so a server's trigger loop must not)."""
     from trainer.ml.tiny_model import build_tiny_base_model
 
     path = build_tiny_base_model(models_dir / BASE, seed=0)
@@ -79,7 +80,7 @@ def build_world(c: Container, models_dir: Path) -> None:
     draft = c.contracts.create_draft(CONTRACT, DOCUMENT, "tester")
     c.contracts.publish(CONTRACT, draft.version, "tester")
     for name in ("chat", "coding"):
-        c.policies.configure(name, TriggerPolicy(min_new_rewards=1), "tester")
+        c.policies.configure(name, TriggerPolicy(enabled=False), "tester")
 
 
 def lora_dir(base_dir: Path, out: Path, seed: int) -> Path:
@@ -97,14 +98,15 @@ def lora_dir(base_dir: Path, out: Path, seed: int) -> Path:
     return out
 
 
-def register_lora(c: Container, run_id: str, seed: int) -> AdapterVersion:
-    """Claim the run and register a random LoRA for it, the way the runner ends a run."""
+def register_lora(c: Container, run_id: str, seed: int, directory: Path | None = None) -> AdapterVersion:
+    """Claim the run and register a random LoRA for it (or ``directory``), the way the
+    runner ends a run."""
     claim = c.runs.claim(run_id, "tester", 60, 3)
     assert claim.outcome == "claimed", claim
     run = claim.run
     base = c.registry.base_model(run.base_model)
     with tempfile.TemporaryDirectory() as tmp:
-        ref = c.artifacts.put_dir(lora_dir(Path(base.path), Path(tmp) / "adapter", seed))
+        ref = c.artifacts.put_dir(directory or lora_dir(Path(base.path), Path(tmp) / "adapter", seed))
     manifest = c.manifests.rebuild(run.manifest_id)
     new = NewAdapter(
         specialist=run.specialist, parent_adapter_id=run.parent_adapter_id,
@@ -115,13 +117,50 @@ def register_lora(c: Container, run_id: str, seed: int) -> AdapterVersion:
     return c.runner.registration.register(run, "tester", new, "test")
 
 
-def train_adapter(c: Container, specialist: str, seed: int, reason: str) -> tuple[AdapterVersion, Any]:
+def train_adapter(c: Container, specialist: str, seed: int, reason: str,
+                  directory: Path | None = None) -> tuple[AdapterVersion, Any]:
     """Fire a run for ``specialist`` on what has been rewarded (a forced re-run when the
-    same data trained before) and register a random LoRA for it; (adapter, firing)."""
+    same data trained before) and register a random LoRA (or ``directory``) for it."""
     from kernel.errors import Conflict
 
     try:
         firing = c.triggers.fire_manual(specialist, "tester", reason, parent="root")
     except Conflict:
         firing = c.triggers.fire_manual(specialist, "tester", reason, parent="root", force=True)
-    return register_lora(c, firing.run_id, seed), firing
+    return register_lora(c, firing.run_id, seed, directory), firing
+
+
+def taught_lora_dir(base_dir: Path, out: Path, messages: list[dict[str, str]], answer: str,
+                    steps: int = 400) -> Path:
+    """A LoRA adapter taught to answer ``messages`` (as the gateway renders them) with
+    exactly ``answer`` under greedy decoding: a tiny random model says nothing on purpose.
+    Trained until every answer token is the argmax given the ones before (what greedy
+    decoding then reproduces), and for a margin after."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from trainer.ml.load import load_base_model, load_tokenizer
+    from trainer.ml.prompts import prompt_ids
+
+    torch.manual_seed(0)
+    tok = load_tokenizer(base_dir)
+    model = get_peft_model(load_base_model(base_dir, torch.device("cpu")), LoraConfig(
+        r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj",
+                                              "gate_proj", "up_proj", "down_proj"]))
+    prompt = prompt_ids(tok, "", messages)
+    target = list(tok(answer, add_special_tokens=False)["input_ids"]) + [tok.eos_token_id]
+    ids, want = torch.tensor([prompt + target]), torch.tensor(target)
+    labels = torch.tensor([[-100] * len(prompt) + target])
+    optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-3)
+    exact = 0
+    for _ in range(steps):
+        result = model(input_ids=ids, labels=labels)
+        result.loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+        exact = exact + 1 if bool((result.logits[0, len(prompt) - 1:-1].argmax(-1) == want).all()) else 0
+        if exact == 15:
+            break
+    model.save_pretrained(str(out))
+    return out
+

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Body, Depends, Header
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from access.principal import Principal
@@ -30,6 +31,34 @@ from serving.openai_shapes import ChatRequest, chunk_json, completion_json, usag
 from serving.sessions import SessionNotFound
 
 ChatWrite = Annotated[Principal, Depends(require("chat:write"))]
+
+
+class ChatCompletionOut(BaseModel):
+    """OpenAI's chat.completion (or, streamed, chat.completion.chunk events), and ``hcp``:
+    what served (also in the X-HCP-* headers)."""
+
+    id: str = Field(description="chatcmpl-<hex>: the id of the recorded turn.assistant")
+    object: str
+    created: int
+    model: str = Field(description="The adapter version that answered, e.g. coding@3")
+    choices: list[dict[str, Any]]
+    usage: dict[str, int]
+    hcp: dict[str, Any]
+
+
+class RecordedOut(BaseModel):
+    event_id: str
+    type: str
+
+
+class FeedbackOut(BaseModel):
+    session: str
+    recorded: list[RecordedOut]
+
+
+class ModelListOut(BaseModel):
+    object: str
+    data: list[dict[str, Any]] = Field(description="auto, then each specialist and its aliases")
 router = APIRouter(prefix="/v1", tags=["chat"], route_class=StrictJsonRoute, responses=SECURED)
 SessionHeader = Annotated[str | None, Header(alias="X-HCP-Session",
                                              description="Continue this session")]
@@ -56,7 +85,10 @@ def unavailable(exc: RecordingFailed) -> JSONResponse:
     return JSONResponse(error_body(exc.code, str(exc)), 503, headers={"Retry-After": "5"})
 
 
-@router.post("/chat/completions", responses={**BODY, **errors(404, 503)})
+@router.post("/chat/completions", response_model=ChatCompletionOut, responses={
+    200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
+          "description": "The answer; with stream: true, server-sent chunk events"},
+    **BODY, **errors(404, 503)})
 async def chat_completions(body: Annotated[ChatRequest, Body()], principal: ChatWrite,
                            container: ContainerDep, session: SessionHeader = None) -> Response:
     """An answer from the specialist the model names (or the router picks, for ``auto``),
@@ -122,7 +154,7 @@ async def _stream(gateway: ChatGateway, exchange: Exchange, principal: Principal
     yield b"data: [DONE]\n\n"
 
 
-@router.get("/models")
+@router.get("/models", response_model=ModelListOut)
 def models(_: ChatWrite, container: ContainerDep) -> dict[str, Any]:
     """What ``model`` may name: ``auto`` (the router's choice, the default), each specialist
     the serving contract serves, and each of its aliases."""
@@ -131,7 +163,8 @@ def models(_: ChatWrite, container: ContainerDep) -> dict[str, Any]:
     return model_list(container.chat.chooser, container.aliases)
 
 
-@router.post("/feedback", status_code=201, responses={**BODY, **errors(404, 503)})
+@router.post("/feedback", status_code=201, response_model=FeedbackOut,
+             responses={**BODY, **errors(404, 503)})
 def feedback(body: FeedbackIn, principal: ChatWrite, container: ContainerDep) -> Response:
     """Rate or correct an answer (``completion_id``; default the session's latest) and,
     with ``end``, end the episode: recorded in the answer's session."""

@@ -1,0 +1,292 @@
+"""A stock OpenAI client against `hcp serve` on the tiny model: answers from the adapters
+the registry names, every exchange in the log and scored, sessions, tools and feedback.
+
+One server for the module (starting it and loading torch is most of the cost); the
+world (base model, serving contract ``serve``, specialists) is tests/serving_world.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from access.keys import create_key
+from contract.document import parse_contract
+from hcp.bootstrap import Container
+from hcp.settings import Settings
+from kernel.db import make_engine
+from tests.ports import free_port
+from tests.serving_world import CONTRACT, DOCUMENT, build_world, taught_lora_dir, train_adapter
+from tests.unit.trainer_core.fixtures import RecordingDispatcher
+
+pytest.importorskip("peft")
+openai = pytest.importorskip("openai")
+pytestmark = [pytest.mark.train, pytest.mark.slow]
+BIN = Path(sys.executable).parent
+TENANT = "acme"
+
+
+@dataclass
+class Served:
+    container: Container
+    client: Any  # openai.OpenAI
+    http: httpx.Client
+    key: str
+    root: Path
+
+    def events(self, session: str) -> list[Any]:
+        return self.container.store.read_stream(f"session-{session}", 0, 1000, TENANT)
+
+    def types(self, session: str) -> list[str]:
+        return [e.type for e in self.events(session)]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("chat")
+    (root / "hcp.sqlite3").write_bytes(sqlite_template.read_bytes())
+    url = f"sqlite:///{root / 'hcp.sqlite3'}"
+    settings = Settings(database_url=url, data_dir=root / "data", models_dir=root / "models",
+                        serving_contract=CONTRACT, kafka_bootstrap="", redis_url="")
+    container = Container(settings=settings, engine=make_engine(url),
+                          dispatch_to=RecordingDispatcher())
+    build_world(container, root / "models")
+    key = create_key(container.engine, ["chat:write"], "chat-client", tenant=TENANT)
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
+           "HCP_DATABASE_URL": url, "HCP_DATA_DIR": str(root / "data"),
+           "HCP_MODELS_DIR": str(root / "models"), "HCP_SERVING_CONTRACT": CONTRACT,
+           "HCP_CONSOLE_SECRET": "test-secret", "OMP_NUM_THREADS": "1"}
+    log = (root / "serve.log").open("wb")
+    proc = subprocess.Popen([str(BIN / "hcp"), "serve", "--port", str(port), "--no-access-log"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(base, proc, root)
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=120)
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"},
+                          timeout=120) as http:
+            yield Served(container, client, http, key, root)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        container.close()
+
+
+def _wait_healthy(base: str, proc: subprocess.Popen[bytes], root: Path) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (root / "serve.log").read_text()[-3000:]
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code < 500:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError("hcp serve did not come up")
+
+
+def test_auto_routes_the_turn_and_every_event_names_what_served(served: Served) -> None:
+    raw = served.client.chat.completions.with_raw_response.create(
+        model="auto", messages=[{"role": "user", "content": "write a python function"}])
+    answer = raw.parse()
+    h = raw.headers
+    assert (h["x-hcp-specialist"], h["x-hcp-adapter-version"], h["x-hcp-served-base"]) == \
+        ("coding", "coding@0", "true")  # no production alias yet: the bare base, and it says so
+    assert h["x-hcp-contract"] == f"{CONTRACT}@1" and h["x-hcp-route"] == "keywords"
+    session = h["x-hcp-session"]
+    assert served.types(session) == ["session.started", "turn.user", "route.decided",
+                                     "turn.assistant"]
+    opened, user, routed, said = served.events(session)
+    assert user.payload["context"][0]["content"].startswith("You are the test assistant.")
+    assert "Answer with Python code." in user.payload["context"][0]["content"]
+    assert routed.payload["scores"] == {"coding": 1.0} and routed.payload["strategy"] == "keywords"
+    assert said.payload["text"] == answer.choices[0].message.content
+    assert said.payload["tokens"] == answer.usage.completion_tokens <= 64  # the contract's limit
+    assert said.metadata.tenant == TENANT and answer.id == f"chatcmpl-{said.event_id.hex}"
+    assert served.client.models.list().data[0].id == "auto"
+
+
+def test_streaming_sends_the_recorded_text_and_the_usage_chunk(served: Served) -> None:
+    stream = served.client.chat.completions.create(
+        model="chat", messages=[{"role": "user", "content": "hello"}], stream=True,
+        stream_options={"include_usage": True})
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].usage is not None and chunks[-1].choices == []
+    finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finish in (["stop"], ["length"])
+    said = next(e for e in _all_events(served) if e.event_id.hex == chunks[0].id.removeprefix("chatcmpl-"))
+    assert said.payload["text"] == text
+    assert said.payload["tokens"] == chunks[-1].usage.completion_tokens
+
+
+def test_a_session_over_turns_is_scored_and_trained_on(served: Served) -> None:
+    first = served.client.chat.completions.with_raw_response.create(
+        model="chat", messages=[{"role": "user", "content": "hello"}])
+    session = first.headers["x-hcp-session"]
+    history = [{"role": "user", "content": "hello"},
+               {"role": "assistant", "content": first.parse().choices[0].message.content}]
+    for text in ("and the weather?", "thanks"):
+        history.append({"role": "user", "content": text})
+        answer = served.client.chat.completions.create(
+            model="chat", messages=history, extra_headers={"X-HCP-Session": session})
+        history.append({"role": "assistant", "content": answer.choices[0].message.content})
+    assert served.types(session).count("turn.user") == 3
+    assert served.types(session).count("session.started") == 1
+    ended = served.http.post("/v1/feedback", json={"session": session, "rating": 1.0,
+                                                    "correction": "Hi!", "end": {"outcome": "success"}})
+    assert ended.status_code == 201, ended.text
+    assert served.types(session)[-2:] == ["feedback.given", "episode.completed"]
+
+    c = served.container
+    c.evaluator("chat-test").drain(timeout=60)
+    [reward] = [r for r in c.rewards.of_streams([f"session-{session}"])[1]
+                if r.contract_name == CONTRACT]
+    assert reward.score == 1.0 and reward.specialist == "chat"  # rating 1 -> (1 + 1) / 2
+    _, firing = train_adapter(c, "chat", seed=5, reason="learn from served sessions")
+    manifest = c.manifests.rebuild(c.runs.get(firing.run_id).manifest_id)
+    assert f"episode:session-{session}:{len(served.events(session))}" in manifest.subject_event_ids
+
+
+def test_a_user_continues_their_session_and_other_tenants_cannot(served: Served) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    a = served.client.chat.completions.with_raw_response.create(
+        model="chat", user=user, messages=[{"role": "user", "content": "hello"}])
+    b = served.client.chat.completions.with_raw_response.create(
+        model="chat", user=user, messages=[{"role": "user", "content": "again"}])
+    assert a.headers["x-hcp-session"] == b.headers["x-hcp-session"]
+    other = create_key(served.container.engine, ["chat:write"], f"other-{user}", tenant="globex")
+    stranger = openai.OpenAI(base_url=str(served.client.base_url), api_key=other, max_retries=0)
+    with pytest.raises(openai.NotFoundError, match="no session"):
+        stranger.chat.completions.create(model="chat", messages=[{"role": "user", "content": "hi"}],
+                                         extra_headers={"X-HCP-Session": a.headers["x-hcp-session"]})
+    reader = create_key(served.container.engine, ["events:read"], f"reader-{user}", tenant=TENANT)
+    with pytest.raises(openai.PermissionDeniedError, match="chat:write"):
+        openai.OpenAI(base_url=str(served.client.base_url), api_key=reader,
+                      max_retries=0).models.list()
+
+
+def test_tools_are_checked_against_the_contract_and_calls_come_back_as_tool_calls(
+        served: Served) -> None:
+    from serving.openai_shapes import ChatRequest
+    from serving.prompting import chat_messages, offered_tools, system_text
+
+    weather = {"type": "function", "function": {
+        "name": "weather", "description": "Weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    with pytest.raises(openai.UnprocessableEntityError, match="not in the serving contract's"):
+        served.client.chat.completions.create(
+            model="chat", messages=[{"role": "user", "content": "hi"}],
+            tools=[{"type": "function", "function": {"name": "email"}}])
+    # The chat slot, taught to call the weather tool for this request, goes to production.
+    messages = [{"role": "user", "content": "weather in Oslo?"}]
+    request = ChatRequest.model_validate({"messages": messages, "tools": [weather]})
+    harness = parse_contract(DOCUMENT).harness
+    rendered = chat_messages(system_text(harness, "chat", offered_tools(harness, "chat", request)),
+                             request.messages)
+    c = served.container
+    scored_session(served, "chat")
+    call = '{"tool": "weather", "arguments": {"city": "Oslo"}}'
+    adapter, _ = train_adapter(c, "chat", 0, "tool calls", taught_lora_dir(
+        Path(c.registry.base_model("tiny").path), served.root / "taught", rendered, call))
+    c.aliases.move("chat", "production", adapter.adapter_id, "tester", "calls tools")
+
+    raw = served.client.chat.completions.with_raw_response.create(
+        model="chat", messages=messages, tools=[weather])
+    answer = raw.parse()
+    assert raw.headers["x-hcp-adapter-version"] == adapter.adapter_id
+    assert raw.headers["x-hcp-adapter-digest"] == adapter.artifact_sha256
+    assert answer.choices[0].message.tool_calls, answer.choices[0].message.content
+    [tool_call] = answer.choices[0].message.tool_calls
+    assert answer.choices[0].finish_reason == "tool_calls"
+    assert (tool_call.function.name, json.loads(tool_call.function.arguments)) == \
+        ("weather", {"city": "Oslo"})
+    session = raw.headers["x-hcp-session"]
+    assert served.types(session)[-1] == "tool.called"
+    assert served.events(session)[-1].payload["call_id"] == tool_call.id
+
+    # The client runs the tool and sends its result back: the same turn goes on.
+    follow = [*messages, answer.choices[0].message.model_dump(exclude_none=True),
+              {"role": "tool", "tool_call_id": tool_call.id, "content": "sunny, 21 C"}]
+    served.client.chat.completions.create(model="auto", messages=follow, tools=[weather],
+                                          extra_headers={"X-HCP-Session": session})
+    assert served.types(session)[-3:] == ["tool.result", "route.decided", "turn.assistant"]
+    result = [e for e in served.events(session) if e.type == "tool.result"][-1]
+    assert result.payload == {"call_id": tool_call.id, "ok": True, "output": "sunny, 21 C"}
+
+
+def scored_session(served: Served, model: str, text: str = "hello", rating: float = 1.0) -> str:
+    """One served exchange, rated and ended, then scored: something a run can train on."""
+    raw = served.client.chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": text}])
+    session = raw.headers["x-hcp-session"]
+    ended = served.http.post("/v1/feedback", json={"session": session, "rating": rating,
+                                                    "end": {"outcome": "success"}})
+    assert ended.status_code == 201, ended.text
+    served.container.evaluator("chat-test").drain(timeout=60)
+    return session
+
+
+def _all_events(served: Served) -> list[Any]:
+    return served.container.store.read_all(0, 5000, tenant=TENANT)
+
+
+def test_alias_flips_under_load_every_turn_names_the_bytes_that_answered(served: Served) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    c = served.container
+    scored_session(served, "coding", "write a python function")
+    first, _ = train_adapter(c, "coding", 11, "flip a")
+    second, _ = train_adapter(c, "coding", 12, "flip b")
+    prompt = [{"role": "user", "content": "def add(a, b):"}]
+
+    def ask(model: str) -> Any:
+        return served.client.chat.completions.with_raw_response.create(
+            model=model, messages=prompt, max_tokens=8, temperature=0)
+
+    reference = {a.artifact_sha256: ask(a.adapter_id).parse().choices[0].message.content
+                 for a in (first, second)}
+    assert len(set(reference.values())) == 2, reference  # the two answer differently
+    c.aliases.move("coding", "production", first.adapter_id, "tester", "flip 0")
+    done: list[Any] = []
+    errors: list[str] = []
+
+    def client(n: int) -> None:
+        for _ in range(125):
+            try:
+                done.append(ask("coding"))
+            except Exception as exc:  # noqa: BLE001 (counted: the test wants none)
+                errors.append(repr(exc))
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(client, n) for n in range(4)]
+        for flip in range(1, 21):
+            while len(done) + len(errors) < flip * 24 and not all(f.done() for f in futures):
+                time.sleep(0.01)
+            target = (first, second)[flip % 2]
+            c.aliases.move("coding", "production", target.adapter_id, "tester", f"flip {flip}")
+        for f in futures:
+            f.result()
+    assert errors == [] and len(done) == 500
+    recorded = {e.event_id.hex: e for e in _all_events(served) if e.type == "turn.assistant"}
+    served_by = {digest: 0 for digest in reference}
+    for raw in done:
+        answer, digest = raw.parse(), raw.headers["x-hcp-adapter-digest"]
+        assert answer.choices[0].message.content == reference[digest]
+        said = recorded[answer.id.removeprefix("chatcmpl-")]  # every turn is recorded
+        assert said.payload["adapter_digest"] == digest
+        assert said.payload["text"] == reference[digest]
+        served_by[digest] += 1
+    assert all(n > 0 for n in served_by.values()), served_by

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Generator, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, String, and_, func, select, text
@@ -27,6 +27,8 @@ from kernel.sql import head as last_position
 __all__ = ["SqlEventStore", "event_from_row"]
 
 ID_CHUNK = 500  # ids per IN (...) on SQLite
+# Rows a scan fetches at a time: 32 payloads of the largest size taken (256 KiB) are 8 MiB.
+SCAN_ROWS = 32
 
 
 class SqlEventStore(EventStore):
@@ -83,6 +85,26 @@ class SqlEventStore(EventStore):
         with self.engine.connect() as conn:
             events = [event_from_row(r._mapping) for r in conn.execute(query)]
         return events if raw else [upcast_event(e) for e in events]
+
+    def scan_all(self, after: int = 0, limit: int = 1000,
+                 tenant: str | None = None) -> Generator[RecordedEvent, None, None]:
+        yield from self._scan(_of_tenant(
+            select(events_table).where(events_table.c.position > after)
+            .order_by(events_table.c.position).limit(limit), tenant))
+
+    def scan_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000,
+                    tenant: str | None = None) -> Generator[RecordedEvent, None, None]:
+        yield from self._scan(_of_tenant(
+            select(events_table)
+            .where(events_table.c.stream_id == stream_id, events_table.c.stream_seq > after_seq)
+            .order_by(events_table.c.stream_seq).limit(limit), tenant))
+
+    def _scan(self, query: Any) -> Generator[RecordedEvent, None, None]:
+        # A server-side cursor on PostgreSQL (fetchmany on SQLite): at most SCAN_ROWS rows
+        # are in memory at once, however many the query may return.
+        with self.engine.connect() as conn:
+            for row in conn.execution_options(yield_per=SCAN_ROWS).execute(query):
+                yield upcast_event(event_from_row(row._mapping))
 
     def read_share(self, share: LogShare, after: int, limit: int) -> tuple[list[RecordedEvent], int]:
         if not self._postgres:

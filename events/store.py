@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -180,6 +180,18 @@ class EventStore(ABC):
                         return found, event.position
             after = page[-1].position
         return found, horizon
+
+    def scan_all(self, after: int = 0, limit: int = 1000,
+                 tenant: str | None = None) -> Generator[RecordedEvent, None, None]:
+        """What ``read_all`` returns, handed out as it is read: a reader that stops early
+        (a page full of bytes) never holds the rest. Read it to the end, or close it, to
+        release what it holds (the SQL store's connection)."""
+        yield from self.read_all(after, limit, tenant=tenant)
+
+    def scan_stream(self, stream_id: str, after_seq: int = 0, limit: int = 1000,
+                    tenant: str | None = None) -> Generator[RecordedEvent, None, None]:
+        """What ``read_stream`` returns, handed out as it is read (see ``scan_all``)."""
+        yield from self.read_stream(stream_id, after_seq, limit, tenant)
 
     def iter_all(self, after: int = 0, page: int = 5000, raw: bool = False) -> Iterator[RecordedEvent]:
         while batch := self.read_all(after, page, raw):

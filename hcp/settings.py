@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     )
     max_batch_events: int = Field(500, description="Most events one POST /v1/events may carry")
     max_payload_bytes: int = Field(262_144, description="Largest payload of one event, as JSON")
+    max_page_bytes: int = Field(
+        8_388_608, ge=1, description="Most bytes of events in one page of GET /v1/events or "
+        "/v1/streams/{id} (at least one event; next_after says where the page stopped)")
     checkpoint_key_file: Path | None = Field(
         None, description="Ed25519 key that signs checkpoints (`hcp audit keygen`); keep it out of the repo"
     )

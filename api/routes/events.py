@@ -14,14 +14,14 @@ from fastapi import APIRouter, Body, HTTPException, Query, Response
 from fastapi.responses import JSONResponse
 
 from api.append_route import AppendRoute
-from api.deps import EventsRead, EventsWrite, EventWritingDep, StoreDep
+from api.deps import EventsRead, EventsWrite, EventWritingDep, SettingsDep, StoreDep
+from api.event_pages import event_page
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.common import INT64_MAX
 from api.schemas.event_batch import ClientBatch
 from api.schemas.events import AppendedBatchOut, EventPage, RecordedEventOut
 from events.ingest import IngestLimits, ingest
-from events.model import RecordedEvent
 from kernel.json_output import json_bytes
 
 router = APIRouter(prefix="/v1", tags=["events"], route_class=StrictJsonRoute, responses=SECURED)
@@ -79,26 +79,25 @@ def get_event(event_id: uuid.UUID, store: StoreDep, principal: EventsRead) -> Re
 
 @router.get("/streams/{stream_id}", response_model=EventPage, response_class=SafeJSONResponse)
 def read_stream(
-    stream_id: str, store: StoreDep, principal: EventsRead,
+    stream_id: str, store: StoreDep, settings: SettingsDep, principal: EventsRead,
     after_seq: Annotated[int, Query(ge=0, le=INT64_MAX)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
 ) -> Response:
-    """A stream's events in stream_seq order (``next_after`` is a stream_seq here)."""
-    events = store.read_stream(stream_id, after_seq, limit, principal.tenant)
-    return _page(events, events[-1].stream_seq if events else after_seq, store.head(principal.tenant))
+    """A stream's events in stream_seq order (``next_after`` is a stream_seq here); a page
+    stops early at HCP_MAX_PAGE_BYTES (never before its first event)."""
+    events = store.scan_stream(stream_id, after_seq, limit, principal.tenant)
+    return event_page(events, settings.max_page_bytes, after_seq, lambda e: e.stream_seq,
+                      lambda: store.head(principal.tenant))
 
 
 @router.get("/events", response_model=EventPage, response_class=SafeJSONResponse)
 def read_feed(
-    store: StoreDep, principal: EventsRead,
+    store: StoreDep, settings: SettingsDep, principal: EventsRead,
     after: Annotated[int, Query(ge=0, le=INT64_MAX, description="Last position already seen")] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Response:
-    """The global feed in position order, one page at a time."""
-    events = store.read_all(after, limit, tenant=principal.tenant)
-    return _page(events, events[-1].position if events else after, store.head(principal.tenant))
-
-
-def _page(events: list[RecordedEvent], next_after: int, head: int) -> SafeJSONResponse:
-    return SafeJSONResponse({"events": [e.to_json() for e in events], "next_after": next_after,
-                             "head": head})
+    """The global feed in position order, one page at a time; a page stops early at
+    HCP_MAX_PAGE_BYTES (never before its first event): go on from ``next_after``."""
+    events = store.scan_all(after, limit, principal.tenant)
+    return event_page(events, settings.max_page_bytes, after, lambda e: e.position,
+                      lambda: store.head(principal.tenant))

@@ -173,3 +173,17 @@ def test_metrics_need_an_operator_key_that_may_read_them(world: World) -> None:
     assert world.client.get("/metrics", headers=world.as_("ops-registry")).status_code == 403
     scraped = world.client.get("/metrics", headers=metrics)
     assert scraped.status_code == 200 and "hcp_log_head_position" in scraped.text
+
+
+def test_the_publish_check_quotes_no_event_text_to_a_key_without_events_read(world: World) -> None:
+    writer = {"Authorization": "Bearer " + world.container.keys.create(["contracts:write"], "author")}
+    draft = world.container.contracts.create_draft("default", contract_text(feedback=LEAKY), "t", 1)
+    url = f"/v1/contracts/default/versions/{draft.version}/publish"
+    texts = texts_of(world, "acme", "globex", "ops-globex")
+
+    refused = world.client.post(url, headers=writer)
+    assert refused.status_code == 409 and "criterion:feedback" in refused.json()["error"]["message"]
+    assert not any(t in refused.text for t in texts)
+    forced = world.client.post(url, json={"force": True, "reason": "known"}, headers=writer)
+    assert forced.status_code == 200 and forced.json()["check"]["samples"]
+    assert not any(t in forced.text for t in texts)

@@ -3,42 +3,44 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import Progress, TaskID
-from rich.table import Table
 
-from audit.keys import KeyFormatError, SigningKey, VerifierKey
-from audit.report import AuditReport
 from cli.common import cli_container
+from cli.output import JsonOpt, print_json, print_table, progress_console, table
+from kernel.errors import Invalid
 
-app = typer.Typer(help="What an auditor asks and proves: audits, keys, checkpoints, proofs",
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from audit.keys import VerifierKey
+    from audit.report import AuditReport
+
+app = typer.Typer(rich_markup_mode=None, help="What an auditor asks and proves: audits, keys, checkpoints, proofs",
                   no_args_is_help=True)
-console = Console()
-progress_console = Console(stderr=True)  # progress never mixes with --json on stdout
 
 KEY_HELP = "The log's verifier key (name+id+base64, or a file holding it); default: the server's own"
 
 
 def load_verifier(key: str | None, name: str | None = None) -> VerifierKey | None:
     """A verifier key given as text or as a file (PEM and OpenSSH need ``name``)."""
+    from audit.keys import KeyFormatError, VerifierKey
+
     if key is None:
         return None
     text = Path(key).read_text() if Path(key).is_file() else key
     try:
         return VerifierKey.load(text, name)
     except KeyFormatError as exc:
-        typer.echo(f"error: --key: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise Invalid(f"--key: {exc}") from None
 
 
 @app.command("adapter")
 def audit_adapter(adapter_id: str = typer.Argument(..., help="SPECIALIST@VERSION"),
-                  as_json: bool = typer.Option(False, "--json", help="The report as JSON"),
+                  as_json: bool = JsonOpt,
                   key: str = typer.Option(None, help=KEY_HELP)) -> None:
     """Audit a version and its whole ancestry; exit 1 naming every mismatch."""
     verifier = load_verifier(key)
@@ -48,11 +50,13 @@ def audit_adapter(adapter_id: str = typer.Argument(..., help="SPECIALIST@VERSION
 
 
 @app.command("all")
-def audit_all(as_json: bool = typer.Option(False, "--json", help="The report as JSON"),
-              key: str = typer.Option(None, help=KEY_HELP)) -> None:
+def audit_all(as_json: bool = JsonOpt, key: str = typer.Option(None, help=KEY_HELP)) -> None:
     """Audit every audited row and the whole log; exit 1 naming every mismatch."""
+    from rich.progress import Progress
+
     verifier = load_verifier(key)
-    with cli_container() as c, Progress(console=progress_console, transient=True) as bar:
+    # On stderr: progress never mixes with --json on stdout.
+    with cli_container() as c, Progress(console=progress_console(), transient=True) as bar:
         tasks: dict[str, TaskID] = {}
 
         def on_progress(check: str, done: int, total: int) -> None:
@@ -66,13 +70,13 @@ def audit_all(as_json: bool = typer.Option(False, "--json", help="The report as 
 
 def emit(report: AuditReport, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        print_json(report.to_json())
     else:
-        table = Table("check", "rows", "against", "checked", "result", "seconds", title=report.scope)
+        shown = table("check", "rows", "against", "checked", "result", "seconds", title=report.scope)
         for c in report.checks:
             result = "ok" if c.ok else f"[red]{len(c.mismatches)} mismatch(es)[/red]"
-            table.add_row(c.name, c.table, c.against, str(c.checked), result, f"{c.seconds:.2f}")
-        console.print(table)
+            shown.add_row(c.name, c.table, c.against, str(c.checked), result, f"{c.seconds:.2f}")
+        print_table(shown)
         for c in report.checks:
             for note in c.notes:
                 typer.echo(f"note [{c.name}]: {note}")
@@ -88,14 +92,14 @@ def keygen(origin: str = typer.Option(..., help="The log's name, also the key's:
            out: Path = typer.Option(..., "--out", help="Where to write the private key (mode 0600)"),
            force: bool = typer.Option(False, help="Overwrite an existing file")) -> None:
     """Create the checkpoint signing key; print its public verifier key (last line)."""
+    from audit.keys import KeyFormatError, SigningKey
+
     try:
         key = SigningKey.generate(origin)
     except KeyFormatError as exc:
-        typer.echo(f"error: --origin: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise Invalid(f"--origin: {exc}") from None
     if out.exists() and not force:
-        typer.echo(f"error: {out} exists (--force replaces it, and every auditor's pinned key)", err=True)
-        raise typer.Exit(2)
+        raise Invalid(f"{out} exists (--force replaces it, and every auditor's pinned key)")
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():
         out.unlink()
@@ -108,13 +112,17 @@ def keygen(origin: str = typer.Option(..., help="The log's name, also the key's:
 
 
 @app.command("key")
-def show_key(pem: bool = typer.Option(False, help="Also the public key as PEM")) -> None:
+def show_key(pem: bool = typer.Option(False, help="Also the public key as PEM"),
+             as_json: bool = JsonOpt) -> None:
     """The verifier key of the configured checkpoint key (what auditors pin)."""
     with cli_container() as c:
         verifier = c.verifier
     if verifier is None:
-        typer.echo("error: HCP_CHECKPOINT_KEY_FILE is not set (`hcp audit keygen`)", err=True)
-        raise typer.Exit(2)
+        raise Invalid("HCP_CHECKPOINT_KEY_FILE is not set (`hcp audit keygen`)")
+    if as_json:
+        print_json({"name": verifier.name, "vkey": verifier.vkey(),
+                    **({"pem": verifier.public_pem().decode()} if pem else {})})
+        return
     typer.echo(verifier.vkey())
     if pem:
         typer.echo(verifier.public_pem().decode().rstrip())

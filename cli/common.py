@@ -1,30 +1,27 @@
-"""Helpers every command group shares: a container whose domain errors become a clean
-exit (the stop flag that SIGTERM and Ctrl-C set is in cli/signals.py)."""
+"""The container a command works with (the stop flag that SIGTERM and Ctrl-C set is in
+cli/signals.py; how errors leave a command, in cli/errors.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import typer
-
-from contract.document import ContractInvalid
-from hcp.bootstrap import Container, bootstrap
-from kernel.errors import DomainError
+if TYPE_CHECKING:
+    from hcp.bootstrap import Container
 
 
 @contextmanager
 def cli_container() -> Iterator[Container]:
-    """A container for one command; a refused request prints why and exits 2."""
+    """A container for one command, closed when it ends; what it refuses is left to the
+    root group (cli/errors.py), which prints it and exits with the status of its kind.
+
+    The composition root is imported here, when a command runs, never with the command
+    modules: `hcp --help` must not import the server."""
+    from hcp.bootstrap import bootstrap
+
     container = bootstrap()
     try:
         yield container
-    except ContractInvalid as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2) from None
-    except (DomainError, ValueError, LookupError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
     finally:
         container.close()

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import getpass
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
 from cli.common import cli_container
-from contract.diff import diff_contracts
-from contract.document import ContractInvalid, contract_json_schema, parse_contract
-from contract.versions import PUBLISHED, ContractVersions
+from cli.output import JsonOpt, print_json, print_json_lines
 
-app = typer.Typer(help="HCP contracts: versions, drafts, publishing, diff, dry-run",
+if TYPE_CHECKING:
+    from contract.versions import ContractVersion, ContractVersions
+
+app = typer.Typer(rich_markup_mode=None, help="HCP contracts: versions, drafts, publishing, diff, dry-run",
                   no_args_is_help=True)
 T = TypeVar("T")
 ActorOpt = typer.Option(None, help="Who makes the change (default: the OS user)")
@@ -30,8 +30,8 @@ def _actor(actor: str | None) -> str:
     return actor or f"user:{getpass.getuser()}"
 
 
-def _print(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, default=str))
+def _version_json(v: ContractVersion, document: bool = False) -> dict[str, Any]:
+    return {**v.summary(), **({"document": v.document} if document else {})}
 
 
 @app.command()
@@ -60,12 +60,9 @@ def edit(name: str, version: int, file: Path = typer.Option(..., "--file", "-f",
 @app.command()
 def validate(file: Path = typer.Option(..., "--file", "-f", exists=True)) -> None:
     """Compile a document; list every problem and exit 2 when there are any."""
-    try:
-        parse_contract(file.read_text())
-    except ContractInvalid as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2) from None
+    from contract.document import parse_contract
+
+    parse_contract(file.read_text())  # ContractInvalid: every problem, exit 2 (cli/errors.py)
     typer.echo("valid")
 
 
@@ -74,7 +71,7 @@ def publish(name: str, version: int, actor: str = ActorOpt,
             force: bool = typer.Option(False, help="Publish although the check fails"),
             reason: str = typer.Option("", help="Why it is forced (recorded in the event)")) -> None:
     """Dry-run a draft on recent history, then freeze it and make it score (history is
-    then re-scored under it); refused (exit 2) when it errors above the threshold."""
+    then re-scored under it); refused (exit 4) when it errors above the threshold."""
     with cli_container() as container:
         done, check = container.publisher.publish(name, version, _actor(actor), force, reason)
     if check is not None:
@@ -90,42 +87,61 @@ def retire(name: str, version: int, reason: str = "", actor: str = ActorOpt) -> 
 
 
 @app.command("list")
-def list_versions(name: str = typer.Argument(None)) -> None:
-    """Every version: status, hash, who created and published it."""
-    for v in _with_service(lambda s: s.versions(name)):
-        mark = "*" if v.status == PUBLISHED else " "
+def list_versions(name: str = typer.Argument(None), as_json: bool = JsonOpt) -> None:
+    """Every version: status, hash, who created and published it (* marks published)."""
+    versions = _with_service(lambda s: s.versions(name))
+    if as_json:
+        print_json_lines(_version_json(v) for v in versions)
+        return
+    for v in versions:
+        mark = "*" if v.status == "published" else " "
         typer.echo(f"{mark} {v.ref:<24} {v.status:<10} {v.content_hash[:12]}  by {v.created_by}"
                    f"{f'  published by {v.published_by}' if v.published_by else ''}")
 
 
 @app.command()
-def show(name: str, version: int) -> None:
+def show(name: str, version: int,
+         as_json: bool = typer.Option(False, "--json", help="The version's record, document "
+                                      "included, as JSON")) -> None:
     """Print a version's TOML document."""
-    typer.echo(_with_service(lambda s: s.get(name, version)).document)
+    found = _with_service(lambda s: s.get(name, version))
+    if as_json:
+        print_json(_version_json(found, document=True))
+    else:
+        typer.echo(found.document)
 
 
 @app.command()
-def history(name: str) -> None:
+def history(name: str, as_json: bool = typer.Option(False, "--json", help="The events, one "
+                                                    "JSON object per line")) -> None:
     """Who changed what and when, from the log."""
-    for e in _with_service(lambda s: s.history(name)):
+    events = _with_service(lambda s: s.history(name))
+    if as_json:
+        print_json_lines(e.to_json() for e in events)
+        return
+    for e in events:
         typer.echo(f"{e.recorded_at:%Y-%m-%d %H:%M:%S}  {e.type:<24} v{e.payload.get('version')}  "
                    f"{e.metadata.actor}  (position {e.position})")
 
 
 @app.command()
-def diff(name: str, a: int, b: int, as_json: bool = typer.Option(False, "--json")) -> None:
+def diff(name: str, a: int, b: int, as_json: bool = JsonOpt) -> None:
     """What changed in meaning from version A to version B."""
+    from contract.diff import diff_contracts
+
     result = _with_service(lambda s: diff_contracts(s.get(name, a).parsed(), s.get(name, b).parsed()))
     if as_json:
-        _print(result.to_json())
+        print_json(result.to_json())
     else:
         typer.echo(result.render())
 
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of a contract document."""
-    _print(contract_json_schema())
+    """Print the JSON Schema of a contract document (JSON is its only form)."""
+    from contract.document import contract_json_schema
+
+    print_json(contract_json_schema())
 
 
 def register(root: typer.Typer) -> None:

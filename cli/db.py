@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from hcp import migrate
-from hcp.settings import get_settings
-from kernel.db import make_engine
+from cli.output import JsonOpt, print_json
 
-app = typer.Typer(help="Database schema (Alembic)", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Database schema (Alembic)", no_args_is_help=True)
 
 
 @app.command()
 def upgrade(revision: str = typer.Argument("head")) -> None:
-    """Migrate the database to the latest schema (or REVISION)."""
+    """Migrate the database to the latest schema (or REVISION); creates an embedded one."""
+    from hcp import migrate
+    from hcp.settings import get_settings
+    from kernel.db import make_engine
+
     url = get_settings().resolved_database_url
     migrate.upgrade(url, revision)
     engine = make_engine(url)
@@ -22,12 +24,21 @@ def upgrade(revision: str = typer.Argument("head")) -> None:
 
 
 @app.command()
-def current() -> None:
+def current(as_json: bool = JsonOpt) -> None:
     """Print the schema revision the database is at, and the one this release needs."""
+    from hcp import migrate
+    from hcp.settings import get_settings
+    from kernel.db import make_engine
+
     settings = get_settings()
     migrate.require_database(settings)
     url = settings.resolved_database_url
     engine = make_engine(url)
-    typer.echo(f"database: {migrate.current_revision(engine) or 'none'}; "
-               f"release needs: {migrate.head_revision(url)}")
-    engine.dispose()
+    try:
+        found, needed = migrate.current_revision(engine), migrate.head_revision(url)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json({"database": found, "release_needs": needed, "at_head": found == needed})
+    else:
+        typer.echo(f"database: {found or 'none'}; release needs: {needed}")

@@ -8,10 +8,6 @@ from pathlib import Path
 
 import typer
 
-from hcp import migrate
-from hcp.bootstrap import bootstrap
-from hcp.settings import get_settings
-
 
 def demo(
     model: str = typer.Option("smollm2-135m", help="smollm2-135m (real, pretrained) or tiny "
@@ -31,6 +27,9 @@ def demo(
 ) -> None:
     """Run the continual-learning loop on a real model: serve, score, train, gate, promote."""
     from cli.demo_run import DemoConfig, run_demo
+    from hcp import migrate
+    from hcp.bootstrap import bootstrap
+    from hcp.settings import get_settings
 
     quiet_libraries()
     config = DemoConfig(model=model if model != "tiny" else "tiny",

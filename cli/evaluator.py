@@ -5,28 +5,29 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
 
 from cli.common import cli_container
 from cli.evaluator_processes import evaluator_command, run_processes
+from cli.output import JsonOpt
 from cli.signals import stop_on_signals
-from contract.dryrun import DryRunReport
-from evaluators.dryrun import DryRun, Selection
-from evaluators.evaluator import DEFAULT_BATCH, StepResult
-from evaluators.reevaluation import Job
-from evaluators.refs import parse_contract_ref
-from evaluators.refs import reward_query as build_query
-from events.log_share import LogShare
-from hcp.bootstrap import Container
-from hcp.services import DEFAULT_GROUP
-from hcp.settings import get_settings
-from kernel.collector import settle_garbage_collector
 
-rewards_app = typer.Typer(help="Reward records: list and inspect", no_args_is_help=True)
+if TYPE_CHECKING:
+    from contract.dryrun import DryRunReport
+    from evaluators.dryrun import DryRun
+    from evaluators.evaluator import StepResult
+    from evaluators.reevaluation import Job
+    from hcp.bootstrap import Container
+
+rewards_app = typer.Typer(rich_markup_mode=None, help="Reward records: list and inspect", no_args_is_help=True)
 T = TypeVar("T")
+# The defaults of hcp.services.DEFAULT_GROUP and evaluators.evaluator.DEFAULT_BATCH, spelt
+# out so that `hcp evaluator --help` need not import the evaluator
+# (tests/unit/test_cli_startup.py checks that they agree).
+DEFAULT_GROUP = "evaluator"
+DEFAULT_BATCH = 2000
 
 
 def _with_container(action: Callable[[Container], T]) -> T:
@@ -47,6 +48,10 @@ def run_evaluator(
                               "the database log's streams (K from 0), as `--processes N` does"),
 ) -> None:
     """Score finished subjects under every active contract version; re-score history on publish."""
+    from events.log_share import LogShare
+    from hcp.settings import get_settings
+    from kernel.collector import settle_garbage_collector
+
     if processes > 1:
         if share is not None:
             raise typer.BadParameter("give --processes or --share, not both", param_hint="--share")
@@ -104,9 +109,13 @@ def list_rewards(
     specialist: str = typer.Option(None),
     after: int = typer.Option(0, help="Reward position to start after"),
     limit: int = typer.Option(50, min=1, max=10_000),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per line"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line (errors as "
+                                 "JSON on stderr)"),
 ) -> None:
     """Reward records in position order, optionally under one contract version."""
+
+    from evaluators.refs import parse_contract_ref
+    from evaluators.refs import reward_query as build_query
 
     def run(c: Container) -> list[dict[str, Any]]:
         name, version = parse_contract_ref(contract) if contract else (None, None)
@@ -137,11 +146,15 @@ def dry_run(
     max_error_rate: float = typer.Option(None, min=0.0, max=1.0, help="Exit 1 when more of the "
                                          "applicable subjects error (default HCP_MAX_ERROR_RATE)"),
     tenant: str = typer.Option(None, help="Score only this tenant's subjects"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Score VERSION over history without writing anything, and compare with a baseline
     (bounded by HCP_DRY_RUN_BUDGET_SECONDS; a progress bar on the terminal meanwhile);
     exit 1 when it errors on more of the applicable subjects than allowed."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
+
+    from evaluators.dryrun import Selection
+
     if last is None and from_position is None and to_position is None:
         last = 500
 
@@ -218,7 +231,7 @@ def compare(
     last: int = typer.Option(500, help="The latest N rewards of B"),
     other: str = typer.Option(None, help="Contract of version A, if another"),
     top: int = typer.Option(10, help="How many of the largest movers to show"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Compare the rewards versions A and B already stored for the same subjects."""
     result = _with_container(lambda c: c.comparisons.compare(name, a, b, last, top, other))
@@ -240,6 +253,8 @@ def reevaluate(
     from_position: int = typer.Option(1, "--from", help="First log position to re-score from"),
 ) -> None:
     """Re-score history under a published VERSION (resumes a started job), with progress."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+
     with cli_container() as container:
         job = container.reevaluations.start(name, version, from_position)
         with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),

@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import BaseModel
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
-from rich.tree import Tree
 
-from audit.views import AsOfOut, DownstreamOut, ManifestOut, RecordsPage, UpstreamOut, VersionLineage
 from cli.common import cli_container
 from cli.lineage_export import register_exports
+from cli.output import JsonOpt, console, print_table, progress_console, table
+from cli.times import at_option, time_param
 
-app = typer.Typer(help="Lineage: upstream, downstream, as-of, manifests, exports", no_args_is_help=True)
-console = Console()
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from rich.tree import Tree
+
+    from audit.views import AsOfOut, DownstreamOut, ManifestOut, RecordsPage, UpstreamOut, VersionLineage
+
+app = typer.Typer(rich_markup_mode=None, help="Lineage: upstream, downstream, as-of, manifests, exports", no_args_is_help=True)
 SPLITS = ("train", "held_out")
 
 
@@ -60,7 +61,7 @@ def adapter(
     elif as_json or output == "json":
         _emit(upstream)
     else:
-        console.print(_upstream_tree(upstream))
+        console().print(_upstream_tree(upstream))
 
 
 def _records(upstream: Any, adapter_id: str, split: str | None, after: int, limit: int,
@@ -70,19 +71,21 @@ def _records(upstream: Any, adapter_id: str, split: str | None, after: int, limi
         if as_json:
             _emit(page)
             return
-        table = Table("position", "reward", "subject", "split", "score", "contract", "events",
+        shown = table("position", "reward", "subject", "split", "score", "contract", "events",
                       title=f"{adapter_id}: manifest {page.manifest_id} ({page.total} records)")
         for r in page.records:
-            table.add_row(str(r.member.reward_position), r.member.reward_id[:8], r.member.subject_id,
+            shown.add_row(str(r.member.reward_position), r.member.reward_id[:8], r.member.subject_id,
                           r.member.split, str(r.reward["score"]),
                           f"{r.reward['contract']['name']}@{r.reward['contract']['version']}",
                           str(len(r.events)))
-        console.print(table)
+        print_table(shown)
         if page.next_after is not None:
-            console.print(f"next page: --after {page.next_after}")
+            typer.echo(f"next page: --after {page.next_after}")
         return
+    from rich.progress import Progress
+
     first = upstream.records(adapter_id, after, limit, split)
-    with Progress(console=Console(stderr=True)) as progress:
+    with Progress(console=progress_console()) as progress:
         task = progress.add_task("records", total=first.total)
         page = first
         while True:
@@ -95,6 +98,8 @@ def _records(upstream: Any, adapter_id: str, split: str | None, after: int, limi
 
 
 def _upstream_tree(upstream: UpstreamOut) -> Tree:
+    from rich.tree import Tree
+
     tree = Tree(f"[bold]{upstream.adapter_id}[/bold]: {len(upstream.versions)} versions "
                 f"back to {upstream.root_id}")
     for v in upstream.versions:
@@ -103,6 +108,8 @@ def _upstream_tree(upstream: UpstreamOut) -> Tree:
 
 
 def _version_branch(v: VersionLineage) -> Tree:
+    from rich.tree import Tree
+
     node = Tree(f"[bold]{v.adapter_id}[/bold] {v.status} · artifact {_short(v.artifact.sha256)} · "
                 f"parent {v.parent_adapter_id or 'none (root)'}")
     if v.run:
@@ -133,21 +140,23 @@ def manifest(
     members: bool = typer.Option(False, "--members", help="List its members (paged)"),
     split: str = typer.Option(None, help="With --members: train or held_out"),
     after: int = typer.Option(0), limit: int = typer.Option(100),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """A frozen dataset manifest: hashes, counts, contract versions, versions trained on it."""
+    from rich.tree import Tree
+
     with cli_container() as parts:
         if members:
             page = parts.upstream.members(manifest_id, after, limit, split)
             if as_json:
                 _emit(page)
                 return
-            table = Table("position", "reward", "subject", "stream", "split")
+            shown = table("position", "reward", "subject", "stream", "split")
             for m in page.members:
-                table.add_row(str(m.reward_position), m.reward_id, m.subject_id, m.stream_id, m.split)
-            console.print(table)
+                shown.add_row(str(m.reward_position), m.reward_id, m.subject_id, m.stream_id, m.split)
+            print_table(shown)
             if page.next_after is not None:
-                console.print(f"next page: --after {page.next_after}")
+                typer.echo(f"next page: --after {page.next_after}")
             return
         found: ManifestOut = parts.upstream.manifest(manifest_id)
     if as_json:
@@ -159,7 +168,7 @@ def manifest(
     tree.add(f"{found.reward_count} rewards: {found.split}; positions ({found.cut_from}, {found.cut_to}]")
     tree.add("contracts " + ", ".join(f"{c.name}@{c.version}" for c in found.contract_versions))
     tree.add("trained " + (", ".join(found.adapters) or "nothing yet"))
-    console.print(tree)
+    console().print(tree)
 
 
 @app.command("downstream")
@@ -170,7 +179,7 @@ def downstream(
     contract: str = typer.Option(None, "--contract", help="A contract version, name@version"),
     alias: str = typer.Option(None, help="Only windows of this alias (e.g. production)"),
     limit: int = typer.Option(100, help="Most reward records listed"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """What experience reached: rewards, manifests, adapter versions, and when they served."""
     given = [name for name, value in (("--event", event), ("--stream", stream),
@@ -193,10 +202,12 @@ def downstream(
     if as_json:
         _emit(found)
     else:
-        console.print(_downstream_tree(found))
+        console().print(_downstream_tree(found))
 
 
 def _downstream_tree(found: DownstreamOut) -> Tree:
+    from rich.tree import Tree
+
     tree = Tree(f"[bold]{found.source.kind} {found.source.id}[/bold]")
     rewards = tree.add(f"{found.rewards.count} reward record(s)")
     for r in found.rewards.items[:20]:
@@ -216,22 +227,28 @@ def _downstream_tree(found: DownstreamOut) -> Tree:
 
 
 @app.command("as-of")
-def as_of(moment: datetime = typer.Argument(..., metavar="TIME", help="ISO 8601; naive = UTC"),
-          as_json: bool = typer.Option(False, "--json")) -> None:
-    """Every alias's target and the active contract versions at TIME."""
+def as_of(moment: datetime = typer.Argument(None, metavar="[TIME]", parser=time_param,
+                                            help="The same forms as --at"),
+          at: datetime = at_option("The moment (or give it as TIME)"),
+          as_json: bool = JsonOpt) -> None:
+    """Every alias's target and the active contract versions at TIME (default now)."""
+    from kernel.clock import utcnow
+
+    if moment is not None and at is not None:
+        raise typer.BadParameter("give the time once: TIME or --at", param_hint="--at")
     with cli_container() as parts:
-        found: AsOfOut = parts.as_of.at(moment)
+        found: AsOfOut = parts.as_of.at(moment or at or utcnow())
     if as_json:
         _emit(found)
         return
-    table = Table("specialist", "alias", "adapter", "since", "by", title=f"as of {found.at.isoformat()}")
+    shown = table("specialist", "alias", "adapter", "since", "by", title=f"as of {found.at.isoformat()}")
     for a in found.aliases:
-        table.add_row(a.specialist, a.alias, a.adapter_id, a.moved_at.isoformat(), a.moved_by)
-    console.print(table)
-    contracts = Table("contract", "version", "content hash", "published")
+        shown.add_row(a.specialist, a.alias, a.adapter_id, a.moved_at.isoformat(), a.moved_by)
+    print_table(shown)
+    contracts = table("contract", "version", "content hash", "published")
     for c in found.contracts:
         contracts.add_row(c.name, str(c.version), c.content_hash, c.published_at.isoformat())
-    console.print(contracts)
+    print_table(contracts)
 
 
 register_exports(app)

@@ -6,10 +6,9 @@ import json
 from typing import Any
 
 import typer
-from rich.console import Console
 
-from audit.exports.emit import client_for, export
 from cli.common import cli_container
+from cli.output import progress_console
 from cli.signals import stop_on_signals
 
 CHECKPOINT = "openlineage"
@@ -42,8 +41,10 @@ def openlineage(
 
     The transport is HCP_OPENLINEAGE_TRANSPORT (JSON) unless --file, --url or --kafka is given.
     """
+    from audit.exports.emit import client_for, export
+
     stop = stop_on_signals()
-    err = Console(stderr=True)
+    err = progress_console()
     with cli_container() as parts:
         config = _transport(parts.settings.openlineage_transport, file, url, api_key, kafka, topic)
         client = client_for(config)
@@ -62,6 +63,6 @@ def openlineage(
 
 
 def register_exports(app: typer.Typer) -> None:
-    export_app = typer.Typer(help="Lineage in standard formats", no_args_is_help=True)
+    export_app = typer.Typer(rich_markup_mode=None, help="Lineage in standard formats", no_args_is_help=True)
     export_app.command("openlineage")(openlineage)
     app.add_typer(export_app, name="export")

@@ -1,4 +1,5 @@
-"""Top-level commands of the log: serve the API, verify the chain, run the relay."""
+"""Top-level commands of the log: serve the API (`hcp verify` is in cli/verify.py, `hcp
+relay` in cli/relay.py)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,12 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import Progress
 
-from events.chain import VerifyReport, verify_chain
-from events.model import RecordedEvent
-from hcp.bootstrap import Container, bootstrap
-from hcp.settings import get_settings
+if TYPE_CHECKING:
+    from hcp.bootstrap import Container
 
 
 def serve(host: str = typer.Option(None), port: int = typer.Option(None),
@@ -34,6 +31,8 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
           ) -> None:
     """Run the HTTP API (refuses to start on a schema that is not at head)."""
     from hcp.background import InProcessWorkers
+    from hcp.bootstrap import bootstrap
+    from hcp.settings import get_settings
 
     settings = get_settings()
     container = bootstrap(settings)  # checks the schema once, before any worker starts
@@ -94,68 +93,9 @@ def _warn_if_cores_are_few(workers: int) -> None:
                    "with bench/ingest.py --only http (docs/scaling.md)", err=True)
 
 
-def verify(
-    checkpoint: Path = typer.Option(None, "--checkpoint", help="Checkpoints you kept (an export or one "
-                                    "signed note): exit 1 if the log was truncated or rewritten since"),
-    key: str = typer.Option(None, help="The log's verifier key for --checkpoint (text or file); "
-                            "default: the server's own"),
-) -> None:
-    """Re-check the whole hash chain; exit 0 when intact, 1 with the first broken position."""
-    container = bootstrap()
-    head = container.store.head()
-    with Progress(transient=True) as progress:
-        task = progress.add_task("verifying", total=head)
-
-        def advancing() -> Iterator[RecordedEvent]:
-            for event in container.store.iter_all(raw=True):
-                progress.update(task, completed=event.position)
-                yield event
-
-        report: VerifyReport = verify_chain(advancing())
-    kept_ok = True if checkpoint is None else _against_checkpoints(container, checkpoint, key)
-    container.close()
-    if report.intact:
-        typer.echo(f"intact: {report.checked} events, positions 1..{report.last_position}")
-    else:
-        brk = report.first_break
-        assert brk is not None
-        typer.echo(f"BROKEN at position {brk.position}: {brk.reason} "
-                   f"(events 1..{report.last_position} verified)")
-    if not (report.intact and kept_ok):
-        raise typer.Exit(1)
-
-
-def _against_checkpoints(container: Container, path: Path, key: str | None) -> bool:
-    """Every kept checkpoint against the log's chain hashes (``audit.verify.check_log``)."""
-    from audit.checkpoints import CheckpointError, load_checkpoints
-    from audit.verify import check_log
-    from cli.audit import load_verifier
-
-    verifier = load_verifier(key) or container.verifier
-    if verifier is None:
-        typer.echo("error: --checkpoint needs the log's verifier key (--key)", err=True)
-        raise typer.Exit(2)
-    try:
-        kept = load_checkpoints(path.read_bytes(), verifier)
-    except CheckpointError as exc:
-        typer.echo(f"error: {path}: {exc}", err=True)
-        raise typer.Exit(2) from None
-    verdicts = check_log(_chain_hashes(container), [k.checkpoint for k in kept])
-    for verdict in verdicts:
-        typer.echo(f"{verdict.verdict.upper()}: {verdict.detail}")
-    return all(v.ok for v in verdicts)
-
-
-def _chain_hashes(container: Container) -> Iterator[str]:
-    after = 0
-    while links := container.store.chain_links(after, 10_000):
-        yield from (link.hash for link in links)
-        after = links[-1].position
-
-
 def register(app: typer.Typer) -> None:
-    from cli import relay
+    from cli import relay, verify
 
     app.command()(serve)
-    app.command()(verify)
+    verify.register(app)
     relay.register(app)

@@ -1,4 +1,12 @@
-"""The `hcp` command: one sub-command group per part of the system."""
+"""The `hcp` command: one sub-command group per part of the system.
+
+Kept light: the command modules import typer and the standard library only, and each
+command imports what it runs when it runs, so `hcp --help` and `hcp GROUP --help` never
+import the server (bench/cli_startup.py measures it; tests/unit/test_cli_startup.py holds
+it). Help pages are click's plain ones, not typer's rich panels: those import rich,
+markdown and pygments on every help page. Errors and exit statuses are one convention for
+every command (cli/errors.py, docs/cli.md).
+"""
 
 from __future__ import annotations
 
@@ -19,10 +27,13 @@ from cli import (
     serving,
     trainer,
 )
-from hcp.migrate import SchemaNotAtHead
+from cli.errors import HcpGroup
 
-app = typer.Typer(help="HCP contract and versioning server", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(rich_markup_mode=None, cls=HcpGroup, no_args_is_help=True,
+                  pretty_exceptions_enable=False,
+                  help="HCP contract and versioning server. Exit status: 0 ok, 1 a check "
+                       "failed, 2 usage or invalid input, 3 not found, 4 refused, 5 unavailable "
+                       "(docs/cli.md).")
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
 for group in (log, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
@@ -31,12 +42,8 @@ for group in (log, contract, evaluator, serving, trainer, registry, approvals, l
 
 
 def main() -> None:
-    """The console entry point: a stale schema is a one-line message, not a traceback."""
-    try:
-        app()
-    except SchemaNotAtHead as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(2) from None
+    """The console entry point."""
+    app()
 
 
 if __name__ == "__main__":

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import typer
 
-from audit.builder import TreeBuilder
 from cli.signals import stop_on_signals
 from cli.tree_process import TreeBuilderProcess
-from events.checkpoints import Checkpoints
-from events.kafka_io import ensure_topics
-from events.kafka_producers import ClosablePublisher, make_publisher
-from events.relay import OutboxFeed, Progress, RelayLoop
-from events.relay_lock import LockLost, RelayLock
-from events.relay_wake import OutboxWaker
-from hcp.bootstrap import bootstrap
+from kernel.errors import Invalid
+
+if TYPE_CHECKING:
+    from audit.builder import TreeBuilder
+    from events.kafka_producers import ClosablePublisher
+    from events.relay import OutboxFeed, Progress, RelayLoop
 
 
 def relay(
@@ -24,12 +23,20 @@ def relay(
     partitions: int = typer.Option(3, help="Partitions of topics the relay has to create"),
 ) -> None:
     """Publish committed events to Kafka in position order, resuming from the checkpoint."""
+    from events.checkpoints import Checkpoints
+    from events.kafka_io import ensure_topics
+    from events.kafka_producers import make_publisher
+    from events.relay import RelayLoop
+    from events.relay_lock import LockLost, RelayLock
+    from events.relay_wake import OutboxWaker
+    from hcp.bootstrap import bootstrap
+
     container = bootstrap()
     settings = container.settings
     if not settings.kafka_bootstrap:
-        typer.echo("error: HCP_KAFKA_BOOTSTRAP is not set; in embedded mode consumers read "
-                   "the database log directly and there is nothing to relay", err=True)
-        raise typer.Exit(2)
+        container.close()
+        raise Invalid("HCP_KAFKA_BOOTSTRAP is not set; in embedded mode consumers read "
+                      "the database log directly and there is nothing to relay")
     feeds = container.outbox_feeds()
     stop = stop_on_signals()
     lock = RelayLock(container.engine, settings.topic_prefix)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import getpass
-import json
 from datetime import datetime
 
 import typer
 
 from cli.common import cli_container
-from contract.harness_config import etag_matches
-from contract.versions import PUBLISHED
-
-AtOpt = typer.Option(None, "--at", help="ISO time; default now")
+from cli.output import JsonOpt, print_json
+from cli.times import at_option
 
 
 def serve(name: str, version: int,
@@ -29,29 +26,38 @@ def serve(name: str, version: int,
         typer.echo(f"{move.specialist}: {move.ref} serves (was {was})")
 
 
-def serving(name: str, at: datetime = AtOpt) -> None:
+def serving(name: str, at: datetime = at_option("Which versions served then"),
+            as_json: bool = JsonOpt) -> None:
     """Which version serves each specialist, and which versions score."""
     with cli_container() as container:
         current = container.serving.current(name, at)
-        scoring = [v.version for v in container.contracts.versions(name, PUBLISHED)]
+        scoring = [v.version for v in container.contracts.versions(name, "published")]
+    if as_json:
+        print_json({"name": name, "at": at, "scoring": scoring,
+                    "serving": {s: move.to_json() for s, move in current.items()}})
+        return
     for specialist, move in current.items():
         typer.echo(f"{specialist:<12} {move.ref:<16} since {move.moved_at:%Y-%m-%d %H:%M:%S}  "
                    f"by {move.actor}: {move.reason}")
     typer.echo(f"scoring: {', '.join(f'{name}@{v}' for v in scoring) or 'none'}")
 
 
-def harness(name: str, specialist: str, at: datetime = AtOpt,
+def harness(name: str, specialist: str, at: datetime = at_option("The configuration then"),
             if_none_match: str = typer.Option(None, "--if-none-match",
                                               help="The config_hash last seen: print nothing "
-                                              "and exit 0 if it is unchanged")) -> None:
+                                              "and exit 0 if it is unchanged"),
+            _json: bool = typer.Option(False, "--json", help="Accepted for uniformity: the "
+                                       "configuration is a JSON document in either form")) -> None:
     """The harness configuration to run for SPECIALIST now, as JSON (version, hash, alias,
-    router, tools, hooks, prompts, skills)."""
+    router, tools, hooks, prompts, skills): a harness reads it, so JSON is its only form."""
+    from contract.harness_config import etag_matches
+
     with cli_container() as container:
         body = container.serving.harness(name, specialist, at)
     if etag_matches(if_none_match, body["config_hash"]):
         typer.echo("not modified", err=True)
         return
-    typer.echo(json.dumps(body, indent=2))
+    print_json(body)
 
 
 def register(app: typer.Typer) -> None:

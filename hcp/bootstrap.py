@@ -16,37 +16,29 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from audit.asof import AsOf
-from audit.auditor import Auditor
-from audit.builder import TreeBuilder
-from audit.checkpoint_store import CheckpointStore
-from audit.downstream import Downstream
-from audit.exports.openlineage import OpenLineageEvents
-from audit.jobs import AuditJobs
-from audit.keys import KeyFormatError, SigningKey, VerifierKey
-from audit.lineage import Lineage
-from audit.proofs import Proofs
-from audit.signer import CheckpointSigner
-from audit.sources import AuditSources
-from audit.sql_nodestore import SqlNodeStore
-from audit.upstream import Upstream
-from evaluators.seal import RewardSeals
-from events.projections.rebuild import Rebuilder
-from hcp.migrate import require_database, require_schema_at_head
-from hcp.projections import PROJECTIONS, WRITER_LOCKS, replay_sources
 from hcp.services import Services
-from hcp.settings import Settings, get_settings
-from kernel.db import make_engine
 from kernel.errors import Invalid
-from trainer.datasets.members import ManifestIndex
-from trainer.registry.ancestry import Ancestry
-from trainer.registry.records import RegistryRecords
-from trainer.runs.celery_app import make_celery
-from trainer.triggers.log import FiringLog
-from trainer.triggers.records import FiringRecords
 
+# As in hcp.services: each service's module is imported where the service is built.
 if TYPE_CHECKING:
+    from audit.asof import AsOf
+    from audit.auditor import Auditor
+    from audit.builder import TreeBuilder
+    from audit.checkpoint_store import CheckpointStore
+    from audit.downstream import Downstream
+    from audit.exports.openlineage import OpenLineageEvents
+    from audit.jobs import AuditJobs
+    from audit.keys import SigningKey, VerifierKey
+    from audit.lineage import Lineage
+    from audit.proofs import Proofs
+    from audit.signer import CheckpointSigner
+    from audit.upstream import Upstream
+    from evaluators.seal import RewardSeals
+    from events.projections.rebuild import Rebuilder
+    from hcp.settings import Settings
     from serving.gateway import ChatGateway
+    from trainer.datasets.members import ManifestIndex
+    from trainer.registry.ancestry import Ancestry
 
 
 @dataclass
@@ -57,32 +49,47 @@ class Container(Services):
 
     @cached_property
     def lineage(self) -> Lineage:
+        from audit.lineage import Lineage
+
         return Lineage(self.registry, self.manifests, self.artifacts)
 
     @cached_property
     def ancestry(self) -> Ancestry:
+        from trainer.registry.ancestry import Ancestry
+
         return Ancestry(self.engine)
 
     @cached_property
     def manifest_index(self) -> ManifestIndex:
+        from trainer.datasets.members import ManifestIndex
+
         return ManifestIndex(self.engine)
 
     @cached_property
     def upstream(self) -> Upstream:
+        from audit.upstream import Upstream
+        from trainer.triggers.log import FiringLog
+
         return Upstream(self.engine, self.ancestry, self.registry, self.manifest_index, self.manifests,
                         self.runs, FiringLog(self.engine), self.rewards, self.store)
 
     @cached_property
     def downstream(self) -> Downstream:
+        from audit.downstream import Downstream
+
         return Downstream(self.engine, self.store, self.rewards, self.contracts, self.manifest_index,
                           self.ancestry, self.aliases)
 
     @cached_property
     def as_of(self) -> AsOf:
+        from audit.asof import AsOf
+
         return AsOf(self.aliases, self.contracts)
 
     @cached_property
     def openlineage(self) -> OpenLineageEvents:
+        from audit.exports.openlineage import OpenLineageEvents
+
         return OpenLineageEvents(self.store, self.runs, self.registry, self.manifest_index,
                                  self.rewards, self.contracts, self.settings.openlineage_namespace)
 
@@ -91,6 +98,8 @@ class Container(Services):
     @cached_property
     def signing_key(self) -> SigningKey | None:
         """The checkpoint key from ``HCP_CHECKPOINT_KEY_FILE`` (None: checkpoints are not signed)."""
+        from audit.keys import KeyFormatError, SigningKey
+
         path = self.settings.checkpoint_key_file
         if path is None:
             return None
@@ -105,28 +114,44 @@ class Container(Services):
 
     @cached_property
     def tree_builder(self) -> TreeBuilder:
+        from audit.builder import TreeBuilder
+
         return TreeBuilder(self.engine, self.store)
 
     @cached_property
     def checkpoint_store(self) -> CheckpointStore:
+        from audit.checkpoint_store import CheckpointStore
+
         return CheckpointStore(self.engine)
 
     @cached_property
     def reward_seals(self) -> RewardSeals:
+        from evaluators.seal import RewardSeals
+
         return RewardSeals(self.rewards, self.store)
 
     @cached_property
     def checkpoint_signer(self) -> CheckpointSigner:
+        from audit.signer import CheckpointSigner
+
         # The reward chain's head is sealed into the log first, so the checkpoint covers it.
         return CheckpointSigner(self.engine, self.store, self.tree_builder, self.checkpoint_store,
                                 self.signing_key, before_signing=self.reward_seals.seal)
 
     @cached_property
     def proofs(self) -> Proofs:
+        from audit.proofs import Proofs
+
         return Proofs(self.engine, self.store, self.checkpoint_store)
 
     @cached_property
     def auditor(self) -> Auditor:
+        from audit.auditor import Auditor
+        from audit.sources import AuditSources
+        from audit.sql_nodestore import SqlNodeStore
+        from trainer.registry.records import RegistryRecords
+        from trainer.triggers.records import FiringRecords
+
         return Auditor(AuditSources(
             store=self.store, contracts=self.contracts, serving=self.serving, rewards=self.rewards,
             registry=RegistryRecords(self.engine), manifests=self.manifests, runs=self.runs,
@@ -137,11 +162,16 @@ class Container(Services):
     @cached_property
     def rebuilder(self) -> Rebuilder:
         """Every projection replayed from the log: ``hcp rebuild`` and the audit."""
+        from events.projections.rebuild import Rebuilder
+        from hcp.projections import PROJECTIONS, WRITER_LOCKS, replay_sources
+
         return Rebuilder(self.engine, self.store, PROJECTIONS, replay_sources(self.rewards),
                          locks=WRITER_LOCKS)
 
     @cached_property
     def audit_jobs(self) -> AuditJobs:
+        from audit.jobs import AuditJobs
+
         return AuditJobs()
 
     # --- serving -----------------------------------------------------------------------
@@ -158,6 +188,10 @@ def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Co
     """Every service over the configured database, which must exist already: only
     `hcp db upgrade` (or the demo, which runs it) creates one, so a mistyped
     ``HCP_DATA_DIR`` is refused instead of read as an empty log."""
+    from hcp.migrate import require_database, require_schema_at_head
+    from hcp.settings import get_settings
+    from kernel.db import make_engine
+
     settings = settings or get_settings()
     require_database(settings)
     engine = make_engine(settings.resolved_database_url)
@@ -169,6 +203,8 @@ def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Co
 def celery_worker(settings: Settings, requeue_after: float = 60.0, **options: Any) -> Any:
     """The Celery app of a training worker; each worker process bootstraps its own
     container on its first task (after the prefork fork)."""
+    from trainer.runs.celery_app import make_celery
+
     return make_celery(settings.redis_url,
                        services=lambda: bootstrap(settings).worker_services(requeue_after),
                        **options)

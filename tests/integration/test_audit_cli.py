@@ -58,12 +58,12 @@ def test_audits_pass_then_name_each_mismatch_and_exit_non_zero(hcp, world: World
                                      "WHERE name = 'default'"))
     failed = hcp("audit", "adapter", "coding@2")
     assert failed.exit_code == 1
-    assert "MISMATCH [adapter_versions] coding@2: parent_adapter_id" in failed.output
-    assert "MISMATCH [contract_versions] default@1: document" in failed.output
+    assert "MISMATCH [adapter_versions] adapter_versions adapter_id=coding@2: parent_adapter_id" in failed.output
+    assert "MISMATCH [contract_versions] contract_versions name=default, version=1: document" in failed.output
     report = hcp("audit", "all", "--json")
     assert report.exit_code == 1
     assert json.loads(report.stdout)["mismatch_count"] == 2
-    assert hcp("audit", "adapter", "coding@9").exit_code == 2
+    assert hcp("audit", "adapter", "coding@9").exit_code == 3
 
 
 def test_an_exported_checkpoint_catches_the_deleted_tail(hcp, world: World, tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ def test_a_broken_draft_fails_its_dry_run_its_publish_and_its_re_evaluation(cont
     assert "8 of 8" in hcp("contract", "dry-run", "default", str(draft.version), "--last", "8",
                            "--max-error-rate", "0.5", code=1)
 
-    refused = hcp("contract", "publish", "default", str(draft.version), code=2)
+    refused = hcp("contract", "publish", "default", str(draft.version), code=4)
     assert "was not published: 8 of 8 applicable subjects" in refused
     forced = hcp("contract", "publish", "default", str(draft.version), "--force", "--reason", "demo")
     assert "(forced)" in forced and f"published default@{draft.version}" in forced

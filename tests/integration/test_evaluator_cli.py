@@ -77,8 +77,8 @@ def test_commands_explain_bad_input(container: Container) -> None:
     unknown = runner.invoke(app, ["rewards", "list", "--contract", "nope@latest"])
     both = runner.invoke(app, ["contract", "dry-run", "default", "2", "--last", "3", "--from", "1"])
 
-    assert refused.exit_code == 2 and "only a published version" in refused.output
-    assert unknown.exit_code == 2 and "no published version" in unknown.output
+    assert refused.exit_code == 4 and "only a published version" in refused.output
+    assert unknown.exit_code == 3 and "no published version" in unknown.output
     assert both.exit_code == 2 and "either the last N" in both.output
 
 

@@ -140,7 +140,7 @@ def test_the_cli_creates_lists_and_revokes(database_url: str, tmp_path: Path,
         assert revoked.exit_code == 0, revoked.output
         assert "revoked" in runner.invoke(cli, ["keys", "list"]).output
         again = runner.invoke(cli, ["keys", "revoke", key_id])
-        assert again.exit_code == 2 and "revoked" in again.output
+        assert again.exit_code == 4 and "revoked" in again.output
         bad = runner.invoke(cli, ["keys", "create", "-s", "events:read", "--expires-in", "soon"])
         assert bad.exit_code == 2
     finally:

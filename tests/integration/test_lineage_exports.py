@@ -169,5 +169,5 @@ def test_the_commands_print_trees_and_json(history):
     assert by_contract["rewards"]["count"] == 17
     at = history.moves[0].moved_at.isoformat()
     assert json.loads(hcp("lineage", "as-of", at, "--json"))["aliases"][0]["adapter_id"] == "coding@1"
-    hcp("lineage", "adapter", "coding@9", code=2)
+    hcp("lineage", "adapter", "coding@9", code=3)
     hcp("lineage", "downstream", "--event", "x", "--stream", "y", code=2)

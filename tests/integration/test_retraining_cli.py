@@ -37,14 +37,15 @@ def test_triggers_set_takes_the_contracts_toml_form_and_clear_returns_to_it(part
     assert hcp("triggers", "set", "coding", '{"min_new_rewards": 0}', code=2)
     cleared = hcp("triggers", "clear", "coding", "--reason", "back to the contract")
     assert '"source": "contract:house@1"' in cleared
-    assert "no API-set trigger policy" in hcp("triggers", "clear", "coding", code=1)
+    assert "no API-set trigger policy" in hcp("triggers", "clear", "coding", code=4)
 
 
 def test_the_run_list_and_status_show_the_gates_outcome(parts: Container) -> None:
     run_id = parts.triggers.fire_manual("coding", "t", "root").run_id
     fake_train(parts, run_id, status="rejected")
-    status = json.loads(hcp("train", "status", run_id))
+    status = json.loads(hcp("train", "status", run_id, "--json"))
     assert status["status"] == "succeeded" and status["gate_outcome"] == "rejected"
+    assert f"run {run_id} (coding): succeeded (rejected)" in hcp("train", "status", run_id)
     followed = hcp("train", "status", run_id, "--follow")
     assert "registered coding@1; the gate rejected it" in followed
     assert "rejected" in hcp("train", "status")
@@ -60,7 +61,7 @@ def test_alias_rollback_twice_says_which_and_then_refuses(parts: Container) -> N
     first = " ".join(hcp("alias", "rollback", "coding", "production", "--reason", "regression").split())
     assert "back from coding@2 to coding@1; coding@2 is now rolled_back" in first
     second = " ".join(hcp("alias", "rollback", "coding", "production", "--reason", "again",
-                          code=1).split())
+                          code=4).split())
     assert "no earlier target that was not itself rolled back from" in second
     assert hcp("alias", "at", "coding", "production").strip() == "coding@1"
 
@@ -69,11 +70,11 @@ def test_protected_alias_requests_need_another_person(parts: Container) -> None:
     one = fake_train(parts, parts.triggers.fire_manual("coding", "t", "a", parent="root").run_id)
     hcp("alias", "protect", "coding", "production", "--reason", "two people")
     refused = " ".join(hcp("alias", "set", "coding", "production", one.adapter_id, "--reason", "x",
-                           code=1).split())
+                           code=4).split())
     assert "is protected" in refused
     asked = hcp("alias", "request", "coding", "production", one.adapter_id, "--reason", "ship")
     request_id = asked.split("request ")[-1].strip()
     assert "another key must approve it" in " ".join(hcp("alias", "approve", request_id,
-                                                         code=1).split())
+                                                         code=2).split())
     parts.approvals.approve(request_id, "key:second", "looked at the gate")
     assert hcp("alias", "at", "coding", "production").strip() == one.adapter_id

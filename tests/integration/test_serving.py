@@ -131,5 +131,5 @@ def test_the_cli_serves_and_prints_the_configuration(sqlite_url: str,
                                     "--if-none-match", config["config_hash"]])
     assert again.exit_code == 0 and again.stdout == ""
     missing = runner.invoke(cli_app, ["contract", "harness", "default", "genui"])
-    assert missing.exit_code == 2 and "served 'genui'" in missing.output
+    assert missing.exit_code == 3 and "served 'genui'" in missing.output
     get_settings.cache_clear()

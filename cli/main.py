@@ -19,6 +19,7 @@ from cli import (
     db,
     demo,
     evaluator,
+    gateway,
     keys,
     lineage,
     log,
@@ -36,7 +37,7 @@ app = typer.Typer(rich_markup_mode=None, cls=HcpGroup, no_args_is_help=True,
                        "(docs/cli.md).")
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
-for group in (log, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
+for group in (log, gateway, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
               rebuild):
     group.register(app)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 from serving.batcher import Batcher, Delta, GenJob, GenResult
 from serving.choice import Choice
+from serving.gateway import BackendFailed
 
 
 class EmbeddedBackend:
@@ -22,4 +24,8 @@ class EmbeddedBackend:
                  on_delta: Delta | None) -> GenResult:
         job = GenJob(choice.base, choice.digest, messages, max_new_tokens, temperature, seed,
                      stops, on_delta)
-        return self.batcher.submit(job).result(timeout=self.timeout_s)
+        try:
+            return self.batcher.submit(job).result(timeout=self.timeout_s)
+        except FutureTimeout:
+            raise BackendFailed(f"no answer within {self.timeout_s:g} s (HCP_SERVING_TIMEOUT_S): "
+                                "the model is busy") from None

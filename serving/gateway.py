@@ -31,10 +31,22 @@ from serving.sessions import Sessions
 log = logging.getLogger(__name__)
 
 
-class RecordingFailed(DomainError):
-    """The exchange could not be recorded: nothing is served (HTTP 503)."""
+class Unavailable(DomainError):
+    """The request cannot be served now; a later try may succeed (HTTP 503)."""
+
+    code = "unavailable"
+
+
+class RecordingFailed(Unavailable):
+    """The exchange could not be recorded: nothing is served."""
 
     code = "recording_failed"
+
+
+class BackendFailed(Unavailable):
+    """The backend did not generate (unreachable, timed out)."""
+
+    code = "backend_unavailable"
 
 
 class Backend(Protocol):
@@ -94,6 +106,13 @@ class ChatGateway:
             log.exception("recording a chat exchange failed")
             raise RecordingFailed(f"the exchange could not be recorded, so it is not served: "
                                   f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+
+    def warm(self) -> None:
+        """Load what serves each specialist now (a one-token answer each), so the first
+        client does not wait for the base model to load."""
+        for specialist in sorted(self.chooser.slots()):
+            choice = self.chooser.choose(parse_model(specialist), "")
+            self.backend.generate(choice, [{"role": "user", "content": "hi"}], 1, 0.0, None, [], None)
 
     def complete(self, request: ChatRequest, author: Author,
                  session_header: str | None) -> tuple[Exchange, Outcome]:

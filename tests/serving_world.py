@@ -121,11 +121,8 @@ def train_adapter(c: Container, specialist: str, seed: int, reason: str,
                   directory: Path | None = None) -> tuple[AdapterVersion, Any]:
     """Fire a run for ``specialist`` on what has been rewarded (a forced re-run when the
     same data trained before) and register a random LoRA (or ``directory``) for it."""
-    from kernel.errors import Conflict
-
-    try:
-        firing = c.triggers.fire_manual(specialist, "tester", reason, parent="root")
-    except Conflict:
+    firing = c.triggers.fire_manual(specialist, "tester", reason, parent="root")
+    if not firing.created:  # this data trained before: a forced re-run of the same work
         firing = c.triggers.fire_manual(specialist, "tester", reason, parent="root", force=True)
     return register_lora(c, firing.run_id, seed, directory), firing
 

@@ -26,7 +26,7 @@ from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from serving.exchange import Exchange, Outcome
 from serving.feedback import FeedbackIn, feedback_events, session_id_of
-from serving.gateway import ChatGateway, RecordingFailed
+from serving.gateway import ChatGateway, RecordingFailed, Unavailable
 from serving.openai_shapes import ChatRequest, chunk_json, completion_json, usage_chunk_json
 from serving.sessions import SessionNotFound
 
@@ -81,7 +81,7 @@ def hcp_extra(exchange: Exchange) -> dict[str, Any]:
             "scores": c.route.scores, "notes": c.notes}
 
 
-def unavailable(exc: RecordingFailed) -> JSONResponse:
+def unavailable(exc: Unavailable) -> JSONResponse:
     return JSONResponse(error_body(exc.code, str(exc)), 503, headers={"Retry-After": "5"})
 
 
@@ -98,7 +98,7 @@ async def chat_completions(body: Annotated[ChatRequest, Body()], principal: Chat
     if not body.stream:
         try:
             exchange, outcome = await run_in_threadpool(gateway.complete, body, author, session)
-        except RecordingFailed as exc:
+        except Unavailable as exc:
             return unavailable(exc)
         calls = [outcome.tool_call.openai()] if outcome.tool_call else []
         content = None if outcome.tool_call else outcome.text
@@ -141,7 +141,7 @@ async def _stream(gateway: ChatGateway, exchange: Exchange, principal: Principal
         outcome = await task
         await run_in_threadpool(gateway.record, exchange.closing(outcome), principal.author)
     except Exception as exc:  # noqa: BLE001 (the stream is open: the error is its last event)
-        code = exc.code if isinstance(exc, RecordingFailed) else "internal_error"
+        code = exc.code if isinstance(exc, Unavailable) else "internal_error"
         yield _sse(error_body(code, str(exc)[:300]))
         return
     if outcome.tool_call is not None:
@@ -175,7 +175,7 @@ def feedback(body: FeedbackIn, principal: ChatWrite, container: ContainerDep) ->
     events = feedback_events(state, body)
     try:
         gateway.record(events, principal.author)
-    except RecordingFailed as exc:
+    except Unavailable as exc:
         return unavailable(exc)
     return JSONResponse({"session": body.session, "recorded": [
         {"event_id": str(e.event_id), "type": e.type} for e in events]}, 201)

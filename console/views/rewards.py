@@ -1,5 +1,10 @@
-"""Rewards: filtered distributions and means, one series or two side by side (two contract
-versions, or two adapter versions, under the same other filters), and the records."""
+"""Rewards: filtered distributions and means, and the records.
+
+A score means something only under the rubric that made it, so every series is one
+contract version: with no version chosen, the page shows one series per version (of the
+chosen contract, or of every contract) that has matching rewards; side by side compares
+two contract versions, or two adapter versions under one contract version. A criterion
+a version's rubric does not have is absent from its column, never a 0."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from kernel.errors import Invalid
 
 DEFAULT_SAMPLE, MAX_SAMPLE = 5_000, 100_000
 LIST_PAGE = 50
+MAX_VERSION_SERIES = 6  # newest versions with rewards shown at once when none is chosen
 COMPARE = ("contract", "adapter")
 
 
@@ -64,60 +70,108 @@ def parse_time(text: str, field: str) -> datetime | None:
         raise Invalid(f"{field}: {text!r} is out of range once converted to UTC (year 1 to 9999)") from None
 
 
-def series(params: RewardParams) -> list[tuple[str, RewardFilter]]:
-    """One (label, filter) per series: the filter itself, or its two compared variants."""
+@dataclass(frozen=True)
+class Series:
+    label: str
+    where: RewardFilter
+    criteria: tuple[str, ...]  # the ids its contract version's rubric defines
+
+
+def series(params: RewardParams, rubrics: dict[str, tuple[str, ...]]) -> list[Series]:
+    """One series per contract version: the chosen one, the two compared, or (none chosen)
+    one per version of ``rubrics`` (ref -> criterion ids, newest first) that matches."""
     base = parse_filter(params)
-    if not params.compare:
-        return [("selected rewards", base)]
-    if params.compare not in COMPARE:
+    if params.compare and params.compare not in COMPARE:
         raise Invalid(f"compare: choose one of {', '.join(COMPARE)}")
-    if not params.a or not params.b:
+    if params.compare and (not params.a or not params.b):
         raise Invalid(f"compare: give two {params.compare} versions to compare (a and b)")
     if params.compare == "adapter":
-        return [(ref, replace(base, adapter_version=ref)) for ref in (params.a, params.b)]
+        if base.contract_version is None:
+            raise Invalid("contract: choose the contract version to compare the adapters under "
+                          "(scores of different rubrics are not comparable)")
+        return [Series(ref, replace(base, adapter_version=ref), _rubric(rubrics, base))
+                for ref in (params.a, params.b)]
+    if params.compare == "contract":
+        out = []
+        for field, ref in (("a", params.a), ("b", params.b)):
+            name, version = parse_contract(ref, field)
+            if version is None:
+                raise Invalid(f"{field}: name a contract version, e.g. {name}@1")
+            where = replace(base, contract_name=name, contract_version=version)
+            out.append(Series(ref, where, _rubric(rubrics, where)))
+        return out
+    if base.contract_version is not None:
+        return [Series(f"{base.contract_name}@{base.contract_version}", base, _rubric(rubrics, base))]
     out = []
-    for field, ref in (("a", params.a), ("b", params.b)):
-        name, version = parse_contract(ref, field)
-        out.append((ref, replace(base, contract_name=name, contract_version=version)))
+    for ref, criteria in rubrics.items():
+        name, version = parse_contract(ref, "contract")
+        if base.contract_name in (None, name) and (base.criterion is None or base.criterion in criteria):
+            out.append(Series(ref, replace(base, contract_name=name, contract_version=version), criteria))
     return out
+
+
+def _rubric(rubrics: dict[str, tuple[str, ...]], where: RewardFilter) -> tuple[str, ...]:
+    return rubrics.get(f"{where.contract_name}@{where.contract_version}", ())
 
 
 def rewards_page(container: Container, params: RewardParams) -> dict[str, Any]:
     if not 1 <= params.sample <= MAX_SAMPLE:
         raise Invalid(f"sample: between 1 and {MAX_SAMPLE}")
-    names = criteria_names(container)
-    figures = [(label, where, container.reward_stats.distribution(where, names, params.sample))
-               for label, where in series(params)]
-    records = container.reward_stats.latest(figures[0][1], params.before, LIST_PAGE + 1)
+    rubrics = rubric_criteria(container)
+    figures = []
+    for one in series(params, rubrics):
+        found = container.reward_stats.distribution(one.where, one.criteria, params.sample)
+        if found.count or params.compare or one.where == parse_filter(params):
+            figures.append((one, found))  # a version with nothing matching is left out
+        if not params.compare and len(figures) == MAX_VERSION_SERIES:
+            break
+    records = container.reward_stats.latest(parse_filter(params) if not params.compare
+                                            else figures[0][0].where, params.before, LIST_PAGE + 1)
+    names = sorted({c for one, _ in figures for c in one.criteria})
     return {
         "params": params,
-        "series": [{"label": label, "distribution": d} for label, _, d in figures],
+        "series": [{"label": one.label, "distribution": d} for one, d in figures],
         "chart": bar_chart(f"distribution of {params.criterion or 'the score'}",
-                           [{"label": label, "data": list(d.histogram)} for label, _, d in figures]),
-        "means": means_table(names, [d for _, _, d in figures]),
+                           [{"label": one.label, "data": list(d.histogram)} for one, d in figures]),
+        "means": means_table(names, figures),
         "records": records[:LIST_PAGE],
         "older": records[LIST_PAGE - 1].position if len(records) > LIST_PAGE else None,
-        "choices": choices(container, names),
+        "choices": choices(container, sorted({c for cs in rubrics.values() for c in cs})),
+        "more_versions": not params.compare and len(figures) == MAX_VERSION_SERIES,
     }
 
 
-def means_table(names: list[str], figures: list[Distribution]) -> list[dict[str, Any]]:
-    """Rows (score, then each criterion) of means per series, and b - a when two."""
-    rows: list[tuple[str, list[float | None]]] = [("score", [d.mean for d in figures])]
-    rows += [(n, [d.criteria_means.get(n) for d in figures]) for n in names]
+ABSENT = "absent"  # the version's rubric has no such criterion
+
+
+def means_table(names: list[str], figures: list[tuple[Series, Distribution]]) -> list[dict[str, Any]]:
+    """Rows (score, then each criterion) of means per series, and b - a when two; a cell
+    is ``ABSENT`` where that series' rubric does not define the criterion."""
+    rows: list[tuple[str, list[float | str | None]]] = [("score", [d.mean for _, d in figures])]
+    rows += [(n, [d.criteria_means.get(n) if n in one.criteria else ABSENT for one, d in figures])
+             for n in names]
     return [{"name": name, "means": means, "delta": _delta(means)} for name, means in rows]
 
 
-def _delta(means: list[float | None]) -> float | None:
-    if len(means) != 2 or means[0] is None or means[1] is None:
+def _delta(means: list[float | str | None]) -> float | None:
+    if len(means) != 2:
         return None
-    return means[1] - means[0]
+    a, b = means
+    if not isinstance(a, float | int) or not isinstance(b, float | int):
+        return None
+    return b - a
 
 
-def criteria_names(container: Container) -> list[str]:
-    """Every criterion id any contract version defines."""
-    documents = [readable(v) for v in container.contracts.versions()]
-    return sorted({c.id for d in documents if d is not None for c in d.evaluation.criteria})
+def rubric_criteria(container: Container) -> dict[str, tuple[str, ...]]:
+    """Each scoring (published or retired) contract version's criterion ids, newest first."""
+    scoring = [v for v in container.contracts.versions() if v.published_at is not None]
+    found = {}
+    for version in sorted(scoring, key=lambda v: v.published_at.replace(tzinfo=None),  # type: ignore[union-attr]
+                          reverse=True):
+        document = readable(version)
+        if document is not None:
+            found[version.ref] = tuple(c.id for c in document.evaluation.criteria)
+    return found
 
 
 def choices(container: Container, criteria: list[str]) -> dict[str, list[str]]:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 
 from tests.integration.console_data import ACTOR, EXAMPLE, record
-from tests.integration.test_console import chart, console, get, sign_in  # noqa: F401 - fixture
+from tests.integration import test_console
+from tests.integration.test_console import chart, get, sign_in
 from tests.unit.trainer_core import fixtures
 
 container, recorder = fixtures.container, fixtures.recorder
+console = test_console.console  # the fixture: the console over the shared test data
 
 
 def publish_renamed_rubric(container) -> None:

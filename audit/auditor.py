@@ -1,10 +1,11 @@
-"""The audit, re-derived from the log: every row an auditor relies on, checked against the
-event that created it, with artifacts re-hashed and manifests rebuilt.
+"""The audit, re-derived from the log: every projected table replayed from its events
+(``hcp rebuild --check``), the log's agreement with itself, the chained records, the
+artifacts re-hashed and manifests rebuilt, and the log against every signed checkpoint.
 
-``Auditor.everything`` (``hcp audit all``) reads each kind of row and its events once, in
-bulk; ``Auditor.adapter`` (``hcp audit adapter``) does the same limited to one adapter's
-whole ancestry (``audit.ancestry``). Rows are read through their owners' ports, never
-from their tables; the judging is in ``audit.checks``.
+``Auditor.everything`` (``hcp audit all``) covers every table; ``Auditor.adapter`` (``hcp
+audit adapter``) the rows one adapter's whole ancestry relies on (``audit.ancestry``).
+Rows are read through their owners' ports or the projections' replay, never from their
+tables here; the judging is in ``audit.checks`` and ``events.projections.compare``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from audit.ancestry import audit_adapter
 from audit.checks import approvals, contracts, log, registry, rewards, training
 from audit.checks.approvals import APPROVAL_TYPES
 from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
-from audit.checks.training import RUN_TYPES
 from audit.keys import VerifierKey
 from audit.merkle import chain_leaf
 from audit.report import AuditReport, Findings
@@ -50,44 +50,30 @@ class Auditor:
 
     def everything(self, verifier: VerifierKey | None = None,
                    on_progress: Progress | None = None) -> AuditReport:
-        """Every row of every audited table, and the whole log against every checkpoint."""
+        """Every projected table replayed from the log, the log's agreement with itself, the
+        chained records, the artifacts, and the whole log against every checkpoint."""
         src, run = self.src, Run("all", on_progress)
         of = src.store.of_types
         check_projections(src, run)
-        logged = run.check("contract_versions", "contract_versions", "contract.* events", lambda f:
-                           contracts.check_contract_versions(f, src.contracts.stored_rows(),
-                                                             of(CONTRACT_TYPES)))
-        run.check("contract_serving_moves", "contract_serving_moves", "contract.serving_moved events",
-                  lambda f: contracts.check_serving_moves(f, src.serving.stored_rows(), of([SERVING_TYPE])))
+        contract_events = of(CONTRACT_TYPES)
+        run.check("contract_documents", "contract_versions", "each stored document re-hashed", lambda f:
+                  contracts.check_documents(f, src.contracts.stored_rows()))
+        run.check("serving_chain", "contract.serving_moved events", "the move before each", lambda f:
+                  contracts.check_serving_chain(f, of([SERVING_TYPE])))
+        logged = contracts.logged_hashes(contract_events)
         run.check("reward_records", "reward_records", "the reward chain and its reward.sealed events",
                   lambda f: self._reward_chain(f, logged, run))
-        adapters = src.registry.adapters()
-        run.check("adapter_versions", "adapter_versions, adapter_contract_versions",
-                  "adapter.registered events",
-                  lambda f: registry.check_adapters(f, adapters, src.registry.contract_links(),
-                                                    of(["adapter.registered"])))
-        run.check("adapter_status_changes", "adapter_status_changes", "adapter.status_changed events",
-                  lambda f: registry.check_status_changes(f, src.registry.status_changes(),
-                                                          of(["adapter.status_changed"])))
-        run.check("alias_moves", "alias_moves", "alias.moved events", lambda f:
-                  registry.check_alias_moves(f, src.registry.alias_moves(), of(["alias.moved"])))
-        run.check("alias_approvals", "alias_protections, alias_move_requests, alias_move_decisions",
-                  "alias.* events; moves of protected aliases against their approvals", lambda f:
-                  approvals.check_approvals(f, src.registry.alias_protections(), src.registry.move_requests(),
-                                            src.registry.move_decisions(),
-                                            of([*APPROVAL_TYPES, "alias.moved"])))
-        run.check("base_models", "base_models", "base_model.registered events", lambda f:
-                  registry.check_base_models(f, src.registry.base_models(), of(["base_model.registered"])))
-        fired = of(["trigger.fired"])
-        run.check("trigger_firings", "trigger_firings", "trigger.fired events",
-                  lambda f: training.check_firings(f, src.firings.rows(), fired))
-        run.check("training_runs", "training_runs", "training.* events",
-                  lambda f: training.check_runs(f, src.runs.stored_rows(), of(RUN_TYPES)))
-        run.check("dataset_manifests", "dataset_manifests", "trigger.fired manifest_hash; rebuilt from "
-                  "rewards and events",
-                  lambda f: rebuild_manifests(src, f, src.manifests.stored_rows(), fired, run))
+        specialist_steps = of([*APPROVAL_TYPES, registry.MOVED])
+        run.check("alias_chain", "alias.moved events", "the move before each", lambda f:
+                  registry.check_alias_chain(f, specialist_steps))
+        run.check("alias_approvals", "alias.* events", "moves of protected aliases against their approvals",
+                  lambda f: approvals.check_approvals(f, specialist_steps))
+        run.check("manifest_examples", "dataset_manifests", "trigger.fired and dataset.frozen hashes; "
+                  "examples rebuilt from rewards and events",
+                  lambda f: rebuild_manifests(src, f, src.manifests.stored_rows(), of([training.FROZEN]),
+                                              of([training.FIRED]), run))
         run.check("artifacts", "adapter_versions.artifact_sha256", "the artifact store, re-hashed",
-                  lambda f: rehash_artifacts(src, f, adapters, run))
+                  lambda f: rehash_artifacts(src, f, src.registry.adapters(), run))
         run.check("event_log", "events, merkle_nodes, audit_checkpoints", "the hash chain; every signed "
                   "checkpoint; roots recomputed from the events", lambda f: self._log(f, verifier, run))
         return run.finish()
@@ -95,6 +81,7 @@ class Auditor:
     # --- everything ------------------------------------------------------------------------
 
     def _reward_chain(self, f: Findings, logged: dict[tuple[str, int], str], run: Run) -> None:
+        """The reward chain, its seals, and each reward's contract hash against the log's."""
         head = self.src.rewards.head()
 
         def pages() -> Iterator[RewardRecord]:

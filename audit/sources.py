@@ -5,7 +5,7 @@ composition root), the timed findings of each check, and the checks both scopes 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,14 +83,16 @@ class Run:
 
 
 def rebuild_manifests(src: AuditSources, f: Findings, rows: list[dict[str, Any]],
-                      fired: list[RecordedEvent], run: Run) -> None:
-    """Rows against the trigger.fired events, then every manifest rebuilt from its rewards
-    and events (all of them read once)."""
-    training.check_manifests(f, rows, fired)
+                      frozen: list[RecordedEvent], fired: list[RecordedEvent], run: Run) -> None:
+    """Each firing's manifest hash against its dataset.frozen, then every manifest's examples
+    rebuilt from its rewards and events (all of them read once)."""
+    training.check_frozen_hashes(f, frozen, fired)
     for manifest_id, problem in src.manifests.rebuild_many(rows).items():
+        f.checked += 1
         if problem is not None:
-            f.add(f"manifest {manifest_id}", f"rebuilt from its rewards and events: {problem}")
-    run.progress("dataset_manifests", len(rows), len(rows))
+            f.add(f"dataset_manifests manifest_id={manifest_id}", f"rebuilt from its rewards and events: "
+                                                                  f"{problem}")
+    run.progress("manifest_examples", len(rows), len(rows))
 
 
 def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]], run: Run) -> None:
@@ -106,13 +108,15 @@ def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]],
         run.progress("artifacts", done, len(rows))
 
 
-def check_projections(src: AuditSources, run: Run) -> None:
+def check_projections(src: AuditSources, run: Run,
+                      scope: Mapping[str, Callable[[dict[str, Any]], bool]] | None = None) -> None:
     """Every projected table replayed from the log and compared row by row (``hcp rebuild
     --check``): one finding per differing, missing or ghost row, named by table and key."""
     if src.rebuilder is None:
         return
     started = time.perf_counter()
-    report = src.rebuilder.check(on_table=lambda c: run.progress(c.table, 1, 1))
+    tables = None if scope is None else list(scope)
+    report = src.rebuilder.check(tables, on_table=lambda c: run.progress(c.table, 1, 1), scope=scope)
     per_table = (time.perf_counter() - started) / max(len(report.checks), 1)
     for check in report.checks:
         run.add(_findings(src.rebuilder, check, per_table))

@@ -14,7 +14,7 @@ to it first, so a harness is never left without its configuration by accident.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,10 +22,13 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
 from contract.document import parse_contract
+from contract.events import ServingMoved
 from contract.harness_config import config_hash, harness_config
+from contract.projections import CONTRACT_PROJECTIONS
 from contract.tables import contract_serving_moves as moves
 from contract.tables import contract_versions as cv
-from events.model import EventMetadata, NewEvent
+from events.model import EventMetadata
+from events.projections.sql import write_in
 from events.store import EventStore
 from kernel.clock import utc
 from kernel.db import reading
@@ -89,18 +92,11 @@ def move_in(conn: Connection, store: EventStore, name: str, specialist: str, ver
     if current is not None and current.version == version:
         raise Conflict(f"{name}@{version} already serves '{specialist}'")
     previous = current.version if current else None
-    event = NewEvent(
-        stream_id=f"contract:{name}", type="contract.serving_moved",
-        payload={"name": name, "version": version, "specialist": specialist,
-                 "previous_version": previous, "reason": reason},
-        metadata=EventMetadata(actor=actor, specialist=specialist,
-                               contract=f"{name}@{version or previous}",
-                               occurred_at=datetime.now(UTC)))
-    [appended] = store.append([event], conn=conn)
-    move = ServingMove(appended.event.position, name, specialist, version, previous, actor, reason,
-                       utc(appended.event.recorded_at))
-    conn.execute(moves.insert().values(**asdict(move)))
-    return move
+    done = write_in(conn, store, CONTRACT_PROJECTIONS, f"contract:{name}", ServingMoved(
+        name=name, version=version, specialist=specialist, previous_version=previous, reason=reason),
+        EventMetadata(actor=actor, specialist=specialist, contract=f"{name}@{version or previous}",
+                      occurred_at=datetime.now(UTC)))
+    return ServingMove(done.position, name, specialist, version, previous, actor, reason, done.recorded_at)
 
 
 def serve_unserved_in(conn: Connection, store: EventStore, name: str, version: int,

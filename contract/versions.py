@@ -17,9 +17,12 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from contract.document import ContractDocument, content_hash, parse_contract
+from contract.events import DraftCreated, DraftEdited, Published, Retired
+from contract.projections import CONTRACT_PROJECTIONS
 from contract.serving import lock_serving, serve_unserved_in, stop_serving_in
 from contract.tables import contract_versions as cv
-from events.model import EventMetadata, NewEvent, RecordedEvent
+from events.model import EventMetadata, RecordedEvent
+from events.projections.sql import write_in
 from events.store import EventStore
 from kernel.clock import utc
 from kernel.db import reading
@@ -83,16 +86,9 @@ class ContractVersions:
                     if parent_version is not None:
                         self._row(conn, name, parent_version)
                     version = self._next_version(conn, name)
-                    now = datetime.now(UTC)
-                    self._write(conn, "contract.draft_created", actor, name, version, {
-                        "parent_version": parent_version, "content_hash": content_hash(parsed),
-                        "document": document,
-                    }, insert={
-                        "name": name, "version": version, "parent_version": parent_version,
-                        "status": DRAFT, "document": document,
-                        "content_hash": content_hash(parsed), "created_by": actor,
-                        "created_at": now, "updated_at": now,
-                    })
+                    self._write(conn, actor, DraftCreated(
+                        name=name, version=version, parent_version=parent_version,
+                        content_hash=content_hash(parsed), document=document))
                 return self.get(name, version)
             except IntegrityError:
                 continue  # another writer took max+1 first; take the next number
@@ -110,9 +106,8 @@ class ContractVersions:
                 raise VersionConflict(
                     f"{name}@{version} is {row.status} and immutable; start a new draft from it "
                     f"(POST /v1/contracts/{name}/versions with parent_version={version})")
-            self._write(conn, "contract.draft_edited", actor, name, version, {
-                "content_hash": content_hash(parsed), "document": document,
-            }, update={"document": document, "content_hash": content_hash(parsed)})
+            self._write(conn, actor, DraftEdited(name=name, version=version,
+                                                 content_hash=content_hash(parsed), document=document))
         return self.get(name, version)
 
     def publish(self, name: str, version: int, actor: str, check: dict[str, Any] | None = None,
@@ -129,11 +124,8 @@ class ContractVersions:
             row = self._row(conn, name, version)
             if row.status != DRAFT:
                 raise VersionConflict(f"{name}@{version} is already {row.status}")
-            now = datetime.now(UTC)
-            extra = {key: value for key, value in (("check", check), ("forced", forced)) if value}
-            self._write(conn, "contract.published", actor, name, version,
-                        {"content_hash": row.content_hash, **extra},
-                        update={"status": PUBLISHED, "published_at": now, "published_by": actor})
+            self._write(conn, actor, Published(name=name, version=version, content_hash=row.content_hash,
+                                               check=check or None, forced=forced or None))
             slots = frozenset(parse_contract(row.document).harness.specialists)
             serve_unserved_in(conn, self.store, name, version, slots, actor)
         return self.get(name, version)
@@ -148,9 +140,8 @@ class ContractVersions:
             if row.status != PUBLISHED:
                 raise VersionConflict(f"only a published version can be retired; {name}@{version} "
                                       f"is {row.status}")
-            self._write(conn, "contract.retired", actor, name, version,
-                        {"content_hash": row.content_hash, "reason": reason},
-                        update={"status": RETIRED, "retired_at": datetime.now(UTC)})
+            self._write(conn, actor, Retired(name=name, version=version, content_hash=row.content_hash,
+                                             reason=reason))
             others = {r.version: frozenset(parse_contract(r.document).harness.specialists)
                       for r in conn.execute(select(cv).where(cv.c.name == name,
                                                              cv.c.status == PUBLISHED))}
@@ -236,21 +227,11 @@ class ContractVersions:
             raise VersionNotFound(f"contract {name}@{version} does not exist")
         return row
 
-    def _write(self, conn: Connection, event_type: str, actor: str, name: str, version: int,
-               payload: dict[str, Any], insert: dict[str, Any] | None = None,
-               update: dict[str, Any] | None = None) -> None:
-        if insert is not None:
-            conn.execute(cv.insert().values(**insert, last_event_position=0))
-        event = NewEvent(
-            stream_id=contract_stream(name), type=event_type,
-            payload={"name": name, "version": version, **payload},
-            metadata=EventMetadata(actor=actor, contract=f"{name}@{version}",
-                                   occurred_at=datetime.now(UTC)),
-        )
-        [appended] = self.store.append([event], conn=conn)
-        changes = {**(update or {}), "updated_at": datetime.now(UTC),
-                   "last_event_position": appended.event.position}
-        conn.execute(cv.update().where(cv.c.name == name, cv.c.version == version).values(**changes))
+    def _write(self, conn: Connection, actor: str, event: DraftCreated | DraftEdited | Published | Retired,
+               ) -> None:
+        write_in(conn, self.store, CONTRACT_PROJECTIONS, contract_stream(event.name), event,
+                 EventMetadata(actor=actor, contract=f"{event.name}@{event.version}",
+                               occurred_at=datetime.now(UTC)))
 
 
 def _entity(row: Any) -> ContractVersion:

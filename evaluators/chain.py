@@ -29,11 +29,26 @@ from typing import Any, NamedTuple
 import orjson
 
 from evaluators.model import RewardRecord
+from events.server_events import ServerEvent
 from kernel.canonical import canonical_json
 
 GENESIS_HASH = "0" * 64
-SEAL_TYPE = "reward.sealed"
 SEAL_STREAM = "rewards:seals"
+
+
+class RewardSealed(ServerEvent):
+    """The reward chain's head, sealed into the log; it changes no table (the reward records
+    are their own chained record)."""
+
+    TYPE = "reward.sealed"
+    SUMMARY = "The reward chain's head (position and hash), sealed into the log before a checkpoint"
+
+    from_position: int
+    to_position: int
+    head_hash: str
+
+
+SEAL_TYPE = RewardSealed.TYPE
 
 
 def chained_content(record: RewardRecord, position: int | None = None) -> dict[str, Any]:

@@ -10,12 +10,10 @@ until the next one (as events are between two checkpoints).
 
 from __future__ import annotations
 
-from typing import Any
-
-from evaluators.chain import SEAL_STREAM, SEAL_TYPE
+from evaluators.chain import SEAL_STREAM, SEAL_TYPE, RewardSealed
 from evaluators.rewards import RewardStore
 from events.errors import WrongExpectedSeq
-from events.model import EventMetadata, NewEvent, RecordedEvent
+from events.model import EventMetadata, RecordedEvent
 from events.store import EventStore
 
 
@@ -32,9 +30,8 @@ class RewardSeals:
         last, seq = self._last()
         if position <= last:
             return None
-        payload: dict[str, Any] = {"from_position": last, "to_position": position, "head_hash": head_hash}
-        event = NewEvent(SEAL_STREAM, SEAL_TYPE, payload, expected_seq=seq,
-                         metadata=EventMetadata(actor=actor))
+        event = RewardSealed(from_position=last, to_position=position, head_hash=head_hash).new_event(
+            SEAL_STREAM, EventMetadata(actor=actor), expected_seq=seq)
         try:
             return self.store.append([event])[0].event
         except WrongExpectedSeq:

@@ -22,10 +22,12 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from access.key_log import API_KEYS
+from contract.projections import CONTRACT_SERVING_MOVES, CONTRACT_VERSIONS
 from contract.serving import SERVING_LOCK_KEY
 from evaluators.rewards import RewardStore
 from events.projections.model import ProjectionSet
 from events.sql_append import APPEND_LOCK_KEY
+from integrations.webhooks.projections import WEBHOOK_SUBSCRIPTIONS
 from trainer.datasets.projections import (
     DATASET_MANIFESTS,
     MANIFEST_CONTRACT_VERSIONS,
@@ -38,14 +40,14 @@ from trainer.runs.projections import TRAINING_RUNS
 from trainer.triggers.projections import TRIGGER_FIRINGS, TRIGGER_POLICIES
 
 PROJECTIONS = ProjectionSet(
-    API_KEYS,
+    API_KEYS, CONTRACT_VERSIONS, CONTRACT_SERVING_MOVES,
     registry.SPECIALISTS, registry.BASE_MODELS,
     DATASET_MANIFESTS, MANIFEST_MEMBERS, MANIFEST_CONTRACT_VERSIONS,
     TRAINING_RUNS, TRIGGER_POLICIES, TRIGGER_FIRINGS,
     registry.ADAPTER_VERSIONS, registry.ADAPTER_CONTRACT_VERSIONS, registry.ADAPTER_ANCESTRY,
     registry.ADAPTER_STATUS_CHANGES,
     registry.ALIAS_MOVES, registry.ALIAS_PROTECTIONS, registry.ALIAS_MOVE_REQUESTS,
-    registry.ALIAS_MOVE_DECISIONS,
+    registry.ALIAS_MOVE_DECISIONS, WEBHOOK_SUBSCRIPTIONS,
 )
 
 # The advisory locks a rebuild holds, in the order writers take them (registry, serving,
@@ -80,4 +82,6 @@ WORKING = {
     "checkpoints": "how far each follower (relay, evaluators, exports) has read: a cursor, not history",
     "reevaluations": "progress of re-scoring jobs; the rewards they write are chained records",
     "dry_run_jobs": "queued and finished dry runs: previews that change nothing",
+    "webhook_deliveries": "each webhook delivery attempt and its answer: what was sent, not history "
+                          "(the events delivered are in the log)",
 }

@@ -70,5 +70,9 @@ def specialist_stream(name: str) -> str:
     return f"specialist:{name}"
 
 
+def base_model_stream(name: str) -> str:
+    return f"base_model:{name}"
+
+
 def run_stream(run_id: str) -> str:
     return f"training_run:{run_id}"

@@ -1,61 +1,34 @@
-"""Protected aliases against their ``alias.*`` events: who protected an alias, who asked
-for each move of it, and who approved or rejected that.
+"""Protected aliases: every move of one was approved by a second actor, as the log says.
 
-Each row (protection change, move request, decision) is compared with the event at its
-position, and the specialist's log must agree with itself: every ``alias.moved`` of an
-alias that was protected at that point of the log comes right after the
-``alias.move_approved`` that caused it, by the same actor, for that alias and target,
-approved by someone other than the requester. So a move that slipped past the approval
-rule, or rows rewritten to hide one, are both named.
+The rows (protection changes, move requests, decisions) are projections of their
+``alias.*`` events, compared by the projections' check. Here the specialist's log must
+agree with itself: every ``alias.moved`` of an alias that was protected at that point of
+the log comes right after the ``alias.move_approved`` that caused it, by the same actor,
+for that alias and target, approved by someone other than the requester. So a move that
+slipped past the approval rule is named, and rows rewritten to hide one are named by the
+projections.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from audit.report import Findings
 from events.model import RecordedEvent
+from trainer.registry.events import (
+    AliasMoveApproved,
+    AliasMoved,
+    AliasMoveRejected,
+    AliasMoveRequested,
+    AliasProtectionChanged,
+)
 
-APPROVAL_TYPES = ("alias.protection_changed", "alias.move_requested", "alias.move_approved",
-                  "alias.move_rejected")
-Row = dict[str, Any]
+APPROVAL_TYPES = tuple(cls.TYPE for cls in (AliasProtectionChanged, AliasMoveRequested, AliasMoveApproved,
+                                             AliasMoveRejected))
 
 
-def check_approvals(findings: Findings, protections: list[Row], requests: list[Row],
-                    decisions: list[Row], events: list[RecordedEvent]) -> None:
+def check_approvals(findings: Findings, events: list[RecordedEvent]) -> None:
     """``events``: the specialists' ``APPROVAL_TYPES`` and ``alias.moved`` events."""
-    typed = {t: [e for e in events if e.type == t] for t in APPROVAL_TYPES}
-    findings.by_position("protection change", protections, typed["alias.protection_changed"],
-                         _protection_fields)
-    findings.by_position("move request", requests, typed["alias.move_requested"], _request_fields)
-    findings.by_position("move decision", decisions,
-                         typed["alias.move_approved"] + typed["alias.move_rejected"], _decision_fields)
+    findings.checked += sum(e.type == AliasMoved.TYPE for e in events)
     _moves_of_protected_aliases_were_approved(findings, events)
-
-
-def _protection_fields(row: Row, event: RecordedEvent) -> dict[str, tuple[Any, Any]]:
-    p = event.payload
-    return {"specialist": (row["specialist"], p["specialist"]), "alias": (row["alias"], p["alias"]),
-            "protected": (row["protected"], p["protected"]), "actor": (row["actor"], event.metadata.actor),
-            "reason": (row["reason"], p["reason"]), "changed_at": (row["changed_at"], event.recorded_at)}
-
-
-def _request_fields(row: Row, event: RecordedEvent) -> dict[str, tuple[Any, Any]]:
-    p = event.payload
-    return {"request_id": (row["request_id"], p["request_id"]),
-            "specialist": (row["specialist"], p["specialist"]), "alias": (row["alias"], p["alias"]),
-            "kind": (row["kind"], p["kind"]), "adapter_id": (row["adapter_id"], p["adapter_id"]),
-            "expected_current": (row["expected_current"], p["expected_current"]),
-            "requested_by": (row["requested_by"], event.metadata.actor),
-            "reason": (row["reason"], p["reason"]), "requested_at": (row["requested_at"], event.recorded_at)}
-
-
-def _decision_fields(row: Row, event: RecordedEvent) -> dict[str, tuple[Any, Any]]:
-    p = event.payload
-    return {"request_id": (row["request_id"], p["request_id"]),
-            "decision": (row["decision"], event.type.removeprefix("alias.move_")),
-            "actor": (row["actor"], event.metadata.actor), "reason": (row["reason"], p["reason"]),
-            "decided_at": (row["decided_at"], event.recorded_at)}
 
 
 def _moves_of_protected_aliases_were_approved(findings: Findings, events: list[RecordedEvent]) -> None:
@@ -65,11 +38,11 @@ def _moves_of_protected_aliases_were_approved(findings: Findings, events: list[R
     for event in sorted(events, key=lambda e: e.position):
         p = event.payload
         key = (p.get("specialist", ""), p.get("alias", ""))
-        if event.type == "alias.protection_changed":
+        if event.type == AliasProtectionChanged.TYPE:
             protected[key] = bool(p["protected"])
-        elif event.type == "alias.move_requested":
+        elif event.type == AliasMoveRequested.TYPE:
             asked[p["request_id"]] = event
-        elif event.type == "alias.moved" and protected.get(key):
+        elif event.type == AliasMoved.TYPE and protected.get(key):
             problem = _unapproved(event, previous, asked)
             if problem:
                 findings.add(f"alias move at position {event.position}",
@@ -80,7 +53,7 @@ def _moves_of_protected_aliases_were_approved(findings: Findings, events: list[R
 def _unapproved(move: RecordedEvent, approval: RecordedEvent | None,
                 asked: dict[str, RecordedEvent]) -> str | None:
     """Why ``move`` was not the approved move of a protected alias (None: it was)."""
-    if approval is None or approval.type != "alias.move_approved" \
+    if approval is None or approval.type != AliasMoveApproved.TYPE \
             or approval.position != move.position - 1:
         return "no alias.move_approved right before the move"
     request = asked.get(approval.payload["request_id"])

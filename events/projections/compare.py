@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -77,10 +77,14 @@ def live_rows(conn: Connection, projection: Projection) -> dict[Key, Row]:
     return rows
 
 
-def check_table(projection: Projection, replayed: Replayed, live: Mapping[Key, Row] | None) -> TableCheck:
-    """``projection``'s replayed rows against ``live`` (None: the table is missing)."""
+def check_table(projection: Projection, replayed: Replayed, live: Mapping[Key, Row] | None,
+                scope: Callable[[Row], bool] | None = None) -> TableCheck:
+    """``projection``'s replayed rows against ``live`` (None: the table is missing); with
+    ``scope``, only the rows (live or replayed) it holds (an audit of one adapter)."""
     name = projection.name
     found = TableCheck(name)
+    if scope is not None and live is not None:
+        live = {k: r for k, r in live.items() if scope(r)}
     found.differences += [Difference(name, f"event {p.position}", "unprojectable",
                                      f"the event at position {p.position} cannot be projected: {p.message}",
                                      p.position) for p in replayed.problems if p.table == name]
@@ -90,7 +94,7 @@ def check_table(projection: Projection, replayed: Replayed, live: Mapping[Key, R
                                             "restores it from the log", None))
         return found
     expected = {_canonical_key(projection, key): (row, replayed.origins[name][key])
-                for key, row in replayed.rows[name].items()}
+                for key, row in replayed.rows[name].items() if scope is None or scope(row)}
     for key, row in live.items():
         found.rows += 1
         text = projection.key_text(key)

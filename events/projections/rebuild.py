@@ -52,12 +52,14 @@ class Rebuilder:
         return [p.name for p in self.projections]
 
     def check(self, tables: Iterable[str] | None = None,
-              on_table: Callable[[TableCheck], None] | None = None) -> RebuildReport:
-        """Every chosen projection replayed and compared with its live table."""
+              on_table: Callable[[TableCheck], None] | None = None,
+              scope: Mapping[str, Callable[[Row], bool]] | None = None) -> RebuildReport:
+        """Every chosen projection replayed and compared with its live table (``scope``: by
+        table, which rows to compare; the others are replayed but not judged)."""
         chosen = self._chosen(tables)
         with self._snapshot() as conn:
             replayed, live = self._read(conn, chosen)
-        checks = [check_table(p, replayed, live[p.name]) for p in chosen]
+        checks = [check_table(p, replayed, live[p.name], (scope or {}).get(p.name)) for p in chosen]
         for found in checks:
             if on_table is not None:
                 on_table(found)

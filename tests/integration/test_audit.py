@@ -53,25 +53,26 @@ def used_reward(world: World) -> Any:
 
 def change_contract_text(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
     return (sql("UPDATE contract_versions SET document = document || '\n# edited' "
-                "WHERE name = 'default' AND version = 1"), "contract_versions", "default@1")
+                "WHERE name = 'default' AND version = 1"), "contract_versions",
+            "contract_versions name=default, version=1")
 
 
 def change_parent(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
     return (sql("UPDATE adapter_versions SET parent_adapter_id = NULL WHERE adapter_id = 'coding@2'"),
-            "adapter_versions", "coding@2")
+            "adapter_versions", "adapter_versions adapter_id=coding@2")
 
 
 def change_alias_move(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
     latest = world.c.aliases.history("coding", "production")[0]
     return (sql("UPDATE alias_moves SET adapter_id = 'coding@1' WHERE position = :p", p=latest.position),
-            "alias_moves", f"alias move at position {latest.position}")
+            "alias_moves", f"alias_moves position={latest.position}")
 
 
 def change_serving_move(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
     first = world.c.serving.history("default")[-1]
     return (sql("UPDATE contract_serving_moves SET reason = 'nothing to see' WHERE position = :p",
                 p=first.position),
-            "contract_serving_moves", f"serving move at position {first.position}")
+            "contract_serving_moves", f"contract_serving_moves position={first.position}")
 
 
 def change_reward_score(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
@@ -88,7 +89,7 @@ def change_manifest_member(world: World) -> tuple[Callable[[Connection], Any] | 
     def change(conn: Connection) -> None:
         conn.execute(dataset_manifests.update().where(dataset_manifests.c.manifest_id == manifest_id)
                      .values(reward_ids=swapped))
-    return change, "dataset_manifests", f"manifest {manifest_id}"
+    return change, "dataset_manifests", f"dataset_manifests manifest_id={manifest_id}"
 
 
 def change_artifact_byte(world: World) -> tuple[Callable[[Connection], Any] | None, str, str]:
@@ -176,7 +177,9 @@ def test_approvals_of_a_protected_alias_are_audited(world: World) -> None:
     # And the protection's row deleted, to make the alias look as if it never needed approval.
     as_superuser(c.engine, sql("DELETE FROM alias_protections WHERE alias = 'staging'"))
     for report in (c.auditor.everything(), c.auditor.adapter("coding@2")):
-        subjects = {m.subject for m in report.mismatches if m.check == "alias_approvals"}
-        assert f"move decision at position {decision.position}" in subjects, mismatch_lines(report)
-        assert any(s.startswith("protection change at position") for s in subjects)
+        named = {(m.check, m.subject) for m in report.mismatches}
+        assert ("alias_move_decisions", f"alias_move_decisions request_id={asked.request_id}") in named, \
+            mismatch_lines(report)
+        assert any(check == "alias_protections" and "missing" in m.message
+                   for m in report.mismatches for check in [m.check])
     assert move.position == decision.position + 1

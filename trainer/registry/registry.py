@@ -23,7 +23,7 @@ from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import Conflict, Invalid, NotFound
 from kernel.json_input import JsonLimits, JsonRejected, check_json_value, parse_strict
-from trainer.journal import lock_registry, specialist_stream, write
+from trainer.journal import base_model_stream, lock_registry, specialist_stream, write
 from trainer.ml.digest import weights_sha256
 from trainer.registry.aliases import latest_move, move_in
 from trainer.registry.ancestry import adapters_in
@@ -97,7 +97,7 @@ class Registry:
                     raise Conflict(f"base model '{name}' is registered with other weights "
                                    f"({existing.weights_sha256[:12]}…); choose another name")
                 return base_from_row(existing)
-            write(self.store, conn, SPECIALIST_PROJECTIONS, f"base_model:{name}", BaseModelRegistered(
+            write(self.store, conn, SPECIALIST_PROJECTIONS, base_model_stream(name), BaseModelRegistered(
                 name=name, path=str(root), weights_sha256=digest, config=config, source=source), actor)
         return self.base_model(name)
 

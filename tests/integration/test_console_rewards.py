@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from tests.integration.console_data import ACTOR, EXAMPLE, record
 from tests.integration import test_console
+from tests.integration.console_data import ACTOR, EXAMPLE, record
 from tests.integration.test_console import chart, get, sign_in
 from tests.unit.trainer_core import fixtures
 

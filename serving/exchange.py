@@ -50,6 +50,7 @@ class Exchange:
     messages: list[dict[str, str]]  # what the model is given, contract system message first
     tools: list[ToolSpec]  # the request's tools this specialist may call
     assistant_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    record_ms: float | None = None  # what recording it cost (the response says so)
 
     @property
     def tool_names(self) -> list[str]:

@@ -119,7 +119,9 @@ class ChatGateway:
         """A whole non-streamed exchange: prepared, generated, recorded in one batch."""
         exchange = self.prepare(request, author, session_header)
         outcome = self.generate(exchange)
+        started = time.perf_counter()
         self.record([*exchange.opening(), *exchange.closing(outcome)], author)
+        exchange.record_ms = (time.perf_counter() - started) * 1000
         return exchange, outcome
 
 

@@ -66,13 +66,13 @@ eligible = "counts.answered_turns > 0"
 '''
 
 
-def build_world(c: Container, models_dir: Path) -> None:
+def build_world(c: Container, models_dir: Path, **sizes: int) -> None:
     """The tiny base (registered as ``tiny``), the contract published (serving both
     slots), the specialists ``chat`` and ``coding``, and trigger policies that never fire
     by themselves (the tests fire runs, so a server's trigger loop must not)."""
     from trainer.ml.tiny_model import build_tiny_base_model
 
-    path = build_tiny_base_model(models_dir / BASE, seed=0)
+    path = build_tiny_base_model(models_dir / BASE, seed=0, **sizes)  # sizes: hidden_size ...
     c.registry.register_base_model(BASE, path, "tester")
     known = {s.name for s in c.registry.specialists()}  # the migrations create the four
     for name in sorted({"chat", "coding"} - known):

@@ -70,7 +70,8 @@ def served_headers(exchange: Exchange) -> dict[str, str]:
     return {"X-HCP-Session": str(exchange.session.session_id), "X-HCP-Specialist": c.specialist,
             "X-HCP-Adapter-Version": c.adapter_version, "X-HCP-Adapter-Digest": c.digest or "none",
             "X-HCP-Served-Base": "true" if c.served_base else "false",
-            "X-HCP-Contract": c.config.ref, "X-HCP-Route": c.strategy}
+            "X-HCP-Contract": c.config.ref, "X-HCP-Route": c.strategy,
+            **({"X-HCP-Record-Ms": f"{exchange.record_ms:.3f}"} if exchange.record_ms is not None else {})}
 
 
 def hcp_extra(exchange: Exchange) -> dict[str, Any]:

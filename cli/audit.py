@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from cli.common import cli_container
-from cli.output import JsonOpt, print_json, print_table, progress_console, table
+from cli.output import JsonOpt, command_group, print_json, print_table, progress_console, table
 from kernel.errors import Invalid
 
 if TYPE_CHECKING:
@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from audit.keys import VerifierKey
     from audit.report import AuditReport
 
-app = typer.Typer(rich_markup_mode=None, help="What an auditor asks and proves: audits, keys, checkpoints, proofs",
-                  no_args_is_help=True)
+app = command_group("What an auditor asks and proves: audits, keys, checkpoints, proofs")
 
 KEY_HELP = "The log's verifier key (name+id+base64, or a file holding it); default: the server's own"
 

@@ -16,7 +16,7 @@ import typer
 
 from cli.audit import KEY_HELP, load_verifier
 from cli.common import cli_container
-from cli.output import JsonOpt, print_json, print_json_lines, progress_console
+from cli.output import JsonOpt, command_group, print_json, print_json_lines, progress_console
 from cli.signals import stop_on_signals
 from cli.times import duration_param
 from kernel.errors import Invalid
@@ -24,8 +24,7 @@ from kernel.errors import Invalid
 if TYPE_CHECKING:
     from audit.checkpoint_store import StoredCheckpoint
 
-checkpoint_app = typer.Typer(rich_markup_mode=None, help="Signed checkpoints of the log: create, run on a schedule, export",
-                             no_args_is_help=True)
+checkpoint_app = command_group("Signed checkpoints of the log: create, run on a schedule, export")
 
 
 def _show(cp: StoredCheckpoint) -> None:

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from cli.common import cli_container
-from cli.output import JsonOpt, print_json, print_json_lines
+from cli.output import JsonOpt, command_group, print_json, print_json_lines
 
 if TYPE_CHECKING:
     from contract.versions import ContractVersion, ContractVersions
 
-app = typer.Typer(rich_markup_mode=None, help="HCP contracts: versions, drafts, publishing, diff, dry-run",
-                  no_args_is_help=True)
+app = command_group("HCP contracts: versions, drafts, publishing, diff, dry-run")
 T = TypeVar("T")
 ActorOpt = typer.Option(None, help="Who makes the change (default: the OS user)")
 
@@ -58,12 +57,16 @@ def edit(name: str, version: int, file: Path = typer.Option(..., "--file", "-f",
 
 
 @app.command()
-def validate(file: Path = typer.Option(..., "--file", "-f", exists=True)) -> None:
+def validate(file: Path = typer.Option(..., "--file", "-f", exists=True),
+             as_json: bool = JsonOpt) -> None:
     """Compile a document; list every problem and exit 2 when there are any."""
     from contract.document import parse_contract
 
     parse_contract(file.read_text())  # ContractInvalid: every problem, exit 2 (cli/errors.py)
-    typer.echo("valid")
+    if as_json:
+        print_json({"valid": True, "file": str(file)})
+    else:
+        typer.echo("valid")
 
 
 @app.command()
@@ -137,7 +140,8 @@ def diff(name: str, a: int, b: int, as_json: bool = JsonOpt) -> None:
 
 
 @app.command()
-def schema() -> None:
+def schema(_json: bool = typer.Option(False, "--json", help="Accepted for uniformity: the "
+                                      "schema is a JSON document in either form")) -> None:
     """Print the JSON Schema of a contract document (JSON is its only form)."""
     from contract.document import contract_json_schema
 

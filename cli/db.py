@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from cli.output import JsonOpt, print_json
+from cli.output import JsonOpt, command_group, print_json
 
-app = typer.Typer(rich_markup_mode=None, help="Database schema (Alembic)", no_args_is_help=True)
+app = command_group("Database schema (Alembic)")
 
 
 @app.command()

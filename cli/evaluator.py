@@ -11,7 +11,7 @@ import typer
 
 from cli.common import cli_container
 from cli.evaluator_processes import evaluator_command, run_processes
-from cli.output import JsonOpt
+from cli.output import JsonOpt, command_group, progress_console
 from cli.signals import stop_on_signals
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from evaluators.reevaluation import Job
     from hcp.bootstrap import Container
 
-rewards_app = typer.Typer(rich_markup_mode=None, help="Reward records: list and inspect", no_args_is_help=True)
+rewards_app = command_group("Reward records: list and inspect")
 T = TypeVar("T")
 # The defaults of hcp.services.DEFAULT_GROUP and evaluators.evaluator.DEFAULT_BATCH, spelt
 # out so that `hcp evaluator --help` need not import the evaluator
@@ -161,7 +161,7 @@ def dry_run(
     def run(c: Container) -> DryRun:
         selection = Selection(last, from_position, to_position)
         with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-                      MofNCompleteColumn(), TextColumn("subjects"),
+                      MofNCompleteColumn(), TextColumn("subjects"), console=progress_console(),
                       transient=True, disable=as_json) as bar:
             task = bar.add_task(f"dry run {name}@{version}", total=None)
             return c.dry_runs.run(name, version, selection, baseline, top, max_error_rate,
@@ -258,7 +258,7 @@ def reevaluate(
     with cli_container() as container:
         job = container.reevaluations.start(name, version, from_position)
         with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-                      TextColumn("{task.fields[detail]}")) as bar:
+                      TextColumn("{task.fields[detail]}"), console=progress_console()) as bar:
             task = bar.add_task(f"{name}@{version}", total=1.0, detail="")
 
             def show(current: Job) -> None:

@@ -7,11 +7,11 @@ from datetime import datetime, timedelta
 import typer
 
 from cli.common import cli_container
-from cli.output import JsonOpt, cli_actor, print_json_lines, print_table, table
+from cli.output import JsonOpt, cli_actor, command_group, print_json_lines, print_table, table
 from cli.times import duration_param
 from kernel.clock import utcnow
 
-app = typer.Typer(rich_markup_mode=None, help="API keys: create, list, revoke", no_args_is_help=True)
+app = command_group("API keys: create, list, revoke")
 
 
 @app.command()

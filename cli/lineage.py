@@ -12,7 +12,7 @@ import typer
 
 from cli.common import cli_container
 from cli.lineage_export import register_exports
-from cli.output import JsonOpt, console, print_table, progress_console, table
+from cli.output import JsonOpt, command_group, console, print_table, progress_console, table
 from cli.times import at_option, time_param
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from audit.views import AsOfOut, DownstreamOut, ManifestOut, RecordsPage, UpstreamOut, VersionLineage
 
-app = typer.Typer(rich_markup_mode=None, help="Lineage: upstream, downstream, as-of, manifests, exports", no_args_is_help=True)
+app = command_group("Lineage: upstream, downstream, as-of, manifests, exports")
 SPLITS = ("train", "held_out")
 
 

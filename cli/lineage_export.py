@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from cli.common import cli_container
-from cli.output import progress_console
+from cli.output import command_group, progress_console
 from cli.signals import stop_on_signals
 
 CHECKPOINT = "openlineage"
@@ -63,6 +63,6 @@ def openlineage(
 
 
 def register_exports(app: typer.Typer) -> None:
-    export_app = typer.Typer(rich_markup_mode=None, help="Lineage in standard formats", no_args_is_help=True)
+    export_app = command_group("Lineage in standard formats")
     export_app.command("openlineage")(openlineage)
     app.add_typer(export_app, name="export")

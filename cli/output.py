@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from kernel.clock import utc
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -63,8 +65,11 @@ def print_json_lines(items: Iterable[Any]) -> None:
 
 
 def _plain(value: Any) -> Any:
-    """Times as ISO 8601 (as the API writes them), anything else (ids, paths) as text."""
-    return value.isoformat() if isinstance(value, datetime | date) else str(value)
+    """Times as ISO 8601 in UTC (as the API writes them; SQLite hands stored times back
+    without their zone, which is UTC), anything else (ids, paths) as text."""
+    if isinstance(value, datetime):
+        return utc(value).isoformat()
+    return value.isoformat() if isinstance(value, date) else str(value)
 
 
 def cli_actor() -> str:
@@ -102,6 +107,14 @@ def _scalar(value: Any) -> str:
         return "-"
     if isinstance(value, list):
         return ", ".join(_scalar(v) for v in value)
-    if isinstance(value, datetime | date):
+    if isinstance(value, datetime):
+        return utc(value).isoformat()
+    if isinstance(value, date):
         return value.isoformat()
     return str(value)
+
+
+def command_group(help_text: str) -> typer.Typer:
+    """A sub-command group: click's plain help pages (typer's rich panels import rich,
+    markdown and pygments on every help page), and its help when called bare."""
+    return typer.Typer(rich_markup_mode=None, help=help_text, no_args_is_help=True)

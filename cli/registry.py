@@ -12,6 +12,7 @@ from cli.common import cli_container
 from cli.output import (
     JsonOpt,
     cli_actor,
+    command_group,
     console,
     print_fields,
     print_json,
@@ -21,9 +22,9 @@ from cli.output import (
 )
 from cli.times import at_option
 
-adapters_app = typer.Typer(rich_markup_mode=None, help="Adapter versions: list, inspect, lineage, promote", no_args_is_help=True)
-alias_app = typer.Typer(rich_markup_mode=None, help="Aliases (production, staging, …) per specialist", no_args_is_help=True)
-base_app = typer.Typer(rich_markup_mode=None, help="Base models the adapters are trained on", no_args_is_help=True)
+adapters_app = command_group("Adapter versions: list, inspect, lineage, promote")
+alias_app = command_group("Aliases (production, staging, …) per specialist")
+base_app = command_group("Base models the adapters are trained on")
 
 
 # --- adapters ----------------------------------------------------------------------

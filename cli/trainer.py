@@ -13,11 +13,13 @@ from cli.common import cli_container
 from cli.output import (
     JsonOpt,
     cli_actor,
+    command_group,
     console,
     print_fields,
     print_json,
     print_json_lines,
     print_table,
+    progress_console,
     table,
 )
 from kernel.errors import Invalid
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from hcp.bootstrap import Container
     from trainer.runs.model import TrainingRun
 
-train_app = typer.Typer(rich_markup_mode=None, help="Training runs: start by hand, watch, retry", no_args_is_help=True)
+train_app = command_group("Training runs: start by hand, watch, retry")
 
 
 @train_app.command("start")
@@ -105,8 +107,7 @@ def _follow(parts: Container, run_id: str, poll: float = 0.5) -> None:
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[loss]}"), TimeElapsedColumn())
-    out = console()
-    with Progress(*columns, console=out) as progress:
+    with Progress(*columns, console=progress_console()) as progress:
         task = progress.add_task(run_id[:8], total=None, loss="")
         while True:
             run = parts.runs.get(run_id)

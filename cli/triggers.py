@@ -11,6 +11,7 @@ from cli.common import cli_container
 from cli.output import (
     JsonOpt,
     cli_actor,
+    command_group,
     console,
     print_fields,
     print_json,
@@ -22,7 +23,7 @@ from cli.output import (
 if TYPE_CHECKING:
     from hcp.bootstrap import Container
 
-triggers_app = typer.Typer(rich_markup_mode=None, help="Trigger policies: evaluate once, or keep evaluating", no_args_is_help=True)
+triggers_app = command_group("Trigger policies: evaluate once, or keep evaluating")
 
 
 @triggers_app.command("evaluate")

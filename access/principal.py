@@ -13,6 +13,7 @@ SCOPES = (
     "registry:read", "registry:write", "train:write", "lineage:read",
     "chat:write",  # POST /v1/chat/completions, /v1/feedback, GET /v1/models (docs/serving.md)
     "metrics:read",  # GET /metrics: the whole process's series (operators only)
+    "webhooks:read", "webhooks:write",  # /v1/webhooks (docs/integrations.md)
 )
 
 

@@ -27,6 +27,7 @@ from cli import (
     registry,
     serving,
     trainer,
+    webhooks,
 )
 from cli.errors import HcpGroup
 
@@ -37,6 +38,7 @@ app = typer.Typer(rich_markup_mode=None, cls=HcpGroup, no_args_is_help=True,
                        "(docs/cli.md).")
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
+app.add_typer(webhooks.app, name="webhooks")
 for group in (log, gateway, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
               rebuild):
     group.register(app)

@@ -32,21 +32,22 @@ WAIT_S = 0.01  # how often a scored chunk looks whether the job's progress has r
 GIVE_UP_S = 1.0
 
 Verdict = Callable[[Tally], tuple[str, str | None]]  # a finished job's status and error
+Finished = Callable[[Connection, Job], None]  # records a job's end, in the transaction that ends it
 
 
 def commit_in_order(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict: Verdict,
-                    stall_s: float) -> Job | None:
+                    stall_s: float, finished: Finished | None = None) -> Job | None:
     """The chunk committed once the job's progress has reached it: the job as committed,
     or as found when it moved past the chunk (done elsewhere) or stopped running; None
     when the chunk is given up (see the module docstring)."""
     stood_at, stood_since, free_since = -1, 0.0, None
-    committed = commit_now(engine, rewards, chunk, verdict)  # (most chunks: at once)
+    committed = commit_now(engine, rewards, chunk, verdict, finished)  # (most chunks: at once)
     while committed is None:
         job = _job(engine, chunk.job_id)
         if job is None or job.status != RUNNING or job.done_position >= chunk.start:
             return job  # done elsewhere, or stopped
         if job.done_position == chunk.start - 1:  # the chunk before has committed
-            committed = commit_now(engine, rewards, chunk, verdict)
+            committed = commit_now(engine, rewards, chunk, verdict, finished)
             continue
         now = time.monotonic()
         if job.done_position != stood_at:
@@ -61,7 +62,8 @@ def commit_in_order(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict:
     return committed
 
 
-def commit_now(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict: Verdict) -> Job | None:
+def commit_now(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict: Verdict,
+               finished: Finished | None = None) -> Job | None:
     """The commit if the job's progress is right before the chunk (or the chunk fails the
     job); None, with nothing written, otherwise. The last chunk also sets the job's
     verdict from its whole counts."""
@@ -83,6 +85,8 @@ def commit_now(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict: Verd
             status, error = verdict(Tally.of_job(job))
             conn.execute(jobs.update().where(jobs.c.job_id == job.job_id).values(status=status, error=error))
             job = replace(job, status=status, error=error)
+        if job.status != RUNNING and finished is not None:  # this commit ended the job
+            finished(conn, job)
     return job
 
 

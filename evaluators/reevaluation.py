@@ -36,7 +36,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from contract.problems import ContractInvalid
 from contract.rubric import ExpressionError
@@ -44,6 +44,7 @@ from contract.versions import PUBLISHED, ContractVersions, VersionConflict
 from evaluators.active import compile_version
 from evaluators.chunk_claims import Claim, claim_chunk
 from evaluators.chunk_commits import commit_in_order
+from evaluators.events import ReevaluationFinished, reevaluation_stream
 from evaluators.reevaluation_model import (
     DEGRADED,
     FAILED,
@@ -60,11 +61,13 @@ from evaluators.saving import BackgroundSave
 from evaluators.scoring import ScoringVersion, score_subjects
 from evaluators.subjects import SubjectReader
 from evaluators.tables import reevaluations as jobs
+from events.model import EventMetadata
 from events.store import EventStore
 from kernel.db import is_postgres
 
 log = logging.getLogger(__name__)
 
+REEVALUATION_ACTOR = "system:reevaluation"
 STALL_S = 60.0  # the longest a scored chunk waits for the progress to move at all
 
 
@@ -110,7 +113,10 @@ class Reevaluations:
             found_row = conn.execute(select(jobs).where(
                 jobs.c.contract_name == name, jobs.c.contract_version == version,
                 jobs.c.from_position == from_position)).one()
-        return job_of_row(found_row), created == 1
+            job = job_of_row(found_row)
+            if created == 1 and job.status != RUNNING:  # nothing to score: finished already
+                self._finished(conn, job)
+        return job, created == 1
 
     def jobs(self, name: str | None = None, version: int | None = None,
              status: str | None = None) -> list[Job]:
@@ -227,7 +233,18 @@ class Reevaluations:
 
     def _commit(self, chunk: Chunk) -> Job | None:
         """``commit_in_order`` (evaluators/chunk_commits.py) for this worker's chunk."""
-        return commit_in_order(self.engine, self.rewards, chunk, self._verdict, self.stall_s)
+        return commit_in_order(self.engine, self.rewards, chunk, self._verdict, self.stall_s,
+                               self._finished)
+
+    def _finished(self, conn: Connection, job: Job) -> None:
+        """The job's end in the log (``reevaluation.finished``), in the transaction that ends it."""
+        event = ReevaluationFinished(
+            job_id=job.job_id, contract_name=job.contract_name, contract_version=job.contract_version,
+            status=job.status, from_position=job.from_position, to_position=job.to_position,
+            subjects_scored=job.subjects_scored, subjects_errored=job.subjects_errored,
+            subjects_skipped=job.subjects_skipped)
+        self.store.append([event.new_event(reevaluation_stream(job.job_id),
+                                           EventMetadata(actor=REEVALUATION_ACTOR))], conn=conn)
 
     def _verdict(self, tally: Tally) -> tuple[str, str | None]:
         """Failed when errors dominate the applicable subjects, degraded above the

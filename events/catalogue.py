@@ -22,14 +22,15 @@ from events.model import RecordedEvent
 
 CUSTOM_PREFIX = "x."
 RESERVED_PREFIXES = ("contract.", "reward.", "trigger.", "training.", "adapter.", "alias.",
-                     "base_model.", "specialist.", "api_key.", "dry_run.")
+                     "base_model.", "specialist.", "api_key.", "dry_run.", "webhook.",
+                     "reevaluation.", "audit.")
 # Streams the server writes (contract:<name>, specialist:<name>, training_run:<id>,
 # base_model:<name>, api_key:<id>, ...): no client event may land on them, whatever its
 # type, or it would show up in a contract's history or a run's journal. The packages
 # that own them sit above this one; tests/unit/test_ingest.py checks each is covered.
 RESERVED_STREAM_PREFIXES = ("contract:", "specialist:", "training_run:", "base_model:",
                             "api_key:", "dry_run:", "reward:", "trigger:", "alias:", "adapter:",
-                            "audit:", "hcp:")
+                            "audit:", "hcp:", "webhook:", "reevaluation:")
 
 
 def reserved_stream(stream_id: str) -> bool:

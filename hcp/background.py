@@ -33,7 +33,8 @@ class InProcessWorkers:
     threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> None:
-        for name, target in (("evaluator", self._evaluate), ("triggers", self._fire_triggers)):
+        for name, target in (("evaluator", self._evaluate), ("triggers", self._fire_triggers),
+                             ("webhooks", self._deliver_webhooks)):
             thread = threading.Thread(target=target, name=f"hcp-{name}", daemon=True)
             thread.start()
             self.threads.append(thread)
@@ -53,6 +54,12 @@ class InProcessWorkers:
             log.exception("the in-process evaluator stopped; run `hcp evaluator` to go on")
         finally:
             worker.reader.close()
+
+    def _deliver_webhooks(self) -> None:
+        try:  # like `hcp webhooks deliver`: the checkpoints are the same
+            self.container.integrations.deliver(self.stop)
+        except Exception:
+            log.exception("the in-process webhook deliverer stopped; run `hcp webhooks deliver`")
 
     def _fire_triggers(self) -> None:
         while not self.stop.wait(self.trigger_interval_s):

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from audit.upstream import Upstream
     from evaluators.seal import RewardSeals
     from events.projections.rebuild import Rebuilder
+    from hcp.integrations_root import Integrations
     from hcp.settings import Settings
     from serving.gateway import ChatGateway
     from trainer.datasets.members import ManifestIndex
@@ -146,13 +147,14 @@ class Container(Services):
 
     @cached_property
     def auditor(self) -> Auditor:
-        from audit.auditor import Auditor
+        from audit.failures import RecordingAuditor
         from audit.sources import AuditSources
         from audit.sql_nodestore import SqlNodeStore
         from trainer.registry.records import RegistryRecords
         from trainer.triggers.records import FiringRecords
 
-        return Auditor(AuditSources(
+        # Recording: a failed audit is an audit.failed event (webhooks hear of it).
+        return RecordingAuditor(AuditSources(
             store=self.store, contracts=self.contracts, serving=self.serving, rewards=self.rewards,
             registry=RegistryRecords(self.engine), manifests=self.manifests, runs=self.runs,
             firings=FiringRecords(self.engine), artifacts=self.artifacts,
@@ -173,6 +175,15 @@ class Container(Services):
         from audit.jobs import AuditJobs
 
         return AuditJobs()
+
+    # --- integrations ------------------------------------------------------------------
+
+    @cached_property
+    def integrations(self) -> Integrations:
+        """Webhooks, OTLP in, evaluation results out (docs/integrations.md)."""
+        from hcp.integrations_root import Integrations
+
+        return Integrations(self)
 
     # --- serving -----------------------------------------------------------------------
 

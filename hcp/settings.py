@@ -143,8 +143,28 @@ class Settings(BaseSettings):
                                      "take, queueing included")
     vllm_url: str = Field("", description="The vLLM OpenAI server the vllm backend forwards to, "
                           "started with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True")
+    webhook_key_file: Path | None = Field(
+        None, description="Key file that encrypts webhook secrets at rest (made on first use, "
+        "mode 0600; every API and deliverer process must read the same one); default "
+        "<data_dir>/webhook.key")
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120, description="How long a webhook "
+                                     "delivery waits for the receiver's answer")
+    webhook_max_attempts: int = Field(12, ge=1, le=100, description="Failed attempts in a row "
+                                      "at one event before its subscription is disabled")
+    webhook_backoff_s: float = Field(1.0, gt=0, description="Wait after a subscription's first "
+                                     "failed delivery; doubled after each further failure")
+    webhook_backoff_max_s: float = Field(300.0, gt=0, description="Longest wait between two "
+                                         "attempts of a failing webhook delivery")
+    otlp_evaluations_endpoint: str = Field(
+        "", description="OTLP/HTTP logs endpoint (e.g. http://collector:4318/v1/logs) that "
+        "every reward record is exported to as a gen_ai.evaluation.result log record; empty: "
+        "no export")
+    otlp_evaluations_headers: dict[str, str] = Field(
+        default_factory=dict, description='Headers of that export as JSON, e.g. '
+        '{"Authorization": "Bearer …"}')
 
-    @field_validator("data_dir", "artifact_dir", "models_dir", "checkpoint_key_file")
+    @field_validator("data_dir", "artifact_dir", "models_dir", "checkpoint_key_file",
+                     "webhook_key_file")
     @classmethod
     def _absolute(cls, path: Path | None) -> Path | None:
         # Resolved once, here: every core sees absolute paths only, so a root joined with a
@@ -191,6 +211,10 @@ class Settings(BaseSettings):
     @property
     def resolved_models_dir(self) -> Path:
         return self.models_dir or self.data_dir / "models"
+
+    @property
+    def resolved_webhook_key_file(self) -> Path:
+        return self.webhook_key_file or self.data_dir / "webhook.key"
 
 
 @lru_cache(maxsize=1)

@@ -8,7 +8,7 @@ import importlib
 TABLE_MODULES = (
     "events.tables", "access.tables", "contract.tables", "evaluators.tables",
     "trainer.registry.tables", "trainer.datasets.tables", "trainer.runs.tables",
-    "trainer.triggers.tables", "audit.tables",
+    "trainer.triggers.tables", "audit.tables", "integrations.webhooks.tables",
 )
 
 

@@ -16,10 +16,12 @@ from api.routes import (
     proofs,
     rewards,
     serving,
+    webhooks,
 )
 from api.routes import registry as registry_routes
 
 ROUTERS = [health.router, events.router, audit.router, proofs.router, contracts.router,
            registry_routes.router, rewards.router, dryrun.router, jobs.router, lineage.router,
            artifacts.router,
-           serving.router, compare.router, policies.router, approvals.router, chat.router]
+           serving.router, compare.router, policies.router, approvals.router, chat.router,
+           webhooks.router]

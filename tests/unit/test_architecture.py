@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Bottom up: a package may import only packages listed before it.
 LAYERS = ("kernel", "events", "contract", "evaluators", "trainer", "audit", "access", "harness",
-          "serving", "migrations", "hcp", "console", "api", "cli")
+          "serving", "integrations", "migrations", "hcp", "console", "api", "cli")
 COMPOSITION_ROOT = "hcp"
 ENTRY_POINTS = ("console", "api", "cli")  # above the composition root
 CORES = ("kernel", "events", "contract", "evaluators", "trainer", "audit", "access", "harness",
-         "serving")
+         "serving", "integrations")
 # Inside trainer/, bottom up (its top-level modules, e.g. ``journal``, come first).
 TRAINER_LAYERS = ("journal", "ml", "registry", "datasets", "gate", "runs", "triggers")
 # Migrations describe every table; that is their job.

@@ -1,0 +1,58 @@
+"""The integrations' services (webhooks, OTLP in, evaluation results out), built from the
+container on first use like every other service (``Container.integrations``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from events.relay_lock import RelayLock
+from integrations.webhooks.deliverer import Backoff, Deliverer, HttpSender
+from integrations.webhooks.deliveries import DeliveryLog
+from integrations.webhooks.secrets import SecretBox
+from integrations.webhooks.subscriptions import Subscriptions
+
+if TYPE_CHECKING:
+    from hcp.bootstrap import Container
+
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Integrations:
+    container: Container
+
+    @cached_property
+    def subscriptions(self) -> Subscriptions:
+        c = self.container
+        return Subscriptions(c.engine, c.store, SecretBox(c.settings.resolved_webhook_key_file))
+
+    @cached_property
+    def deliveries(self) -> DeliveryLog:
+        return DeliveryLog(self.container.engine)
+
+    def deliverer(self) -> Deliverer:
+        """A new deliverer (each with its own HTTP client and retry times)."""
+        c, s = self.container, self.container.settings
+        return Deliverer(c.engine, c.store, self.subscriptions, self.deliveries, c.checkpoints,
+                         HttpSender(s.webhook_timeout_s),
+                         Backoff(s.webhook_max_attempts, s.webhook_backoff_s, s.webhook_backoff_max_s))
+
+    def deliver(self, stop: threading.Event, on_wait: Callable[[], None] | None = None) -> None:
+        """Deliver webhooks until ``stop`` is set, as the one deliverer of the database
+        (a standby waits for the lock; a lost lock makes it a standby again)."""
+        lock = RelayLock(self.container.engine, "webhooks")
+        deliverer = self.deliverer()
+        try:
+            while not stop.is_set():
+                if not lock.acquire(stop, on_wait=on_wait):
+                    return
+                deliverer.run(stop, still_sending=lock.held)
+        finally:
+            lock.release()
+            deliverer.sender.close()

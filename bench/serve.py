@@ -145,6 +145,7 @@ def mixed_vs_single(c: Any, adapters: list[Any], rows: int, max_tokens: int) -> 
     from serving.choice import BaseRef
     from serving.decode import decode_batch
     from serving.pool import AdapterPool
+    from trainer.ml.prompts import prompt_ids
 
     entry = c.registry.base_model("tiny")
     pool = AdapterPool(BaseRef(entry.name, entry.path, entry.weights_sha256), "cpu", "auto", 8)
@@ -154,7 +155,8 @@ def mixed_vs_single(c: Any, adapters: list[Any], rows: int, max_tokens: int) -> 
     messages = [[{"role": "user", "content": p}] for p in PROMPTS[:rows]]
 
     def rate(choice: list[str]) -> float:
-        jobs = [GenJob(pool.base, choice[i % len(choice)], m, max_tokens) for i, m in enumerate(messages)]
+        jobs = [GenJob(pool.base, choice[i % len(choice)], m, max_tokens,
+                       prompt=prompt_ids(pool.tokenizer, "", m)) for i, m in enumerate(messages)]
         started = time.perf_counter()
         results = decode_batch(pool, jobs)
         return sum(r.completion_tokens for r in results) / (time.perf_counter() - started)

@@ -21,10 +21,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernel.errors import Invalid
 from serving.choice import BaseRef
 from serving.pool import AdapterPool
 
 Delta = Callable[[str], None]
+
+
+class PromptTooLong(Invalid):
+    field = "messages"
 
 
 @dataclass
@@ -38,6 +43,7 @@ class GenJob:
     stops: list[str] = field(default_factory=list)
     on_delta: Delta | None = None  # streamed text, in order
     future: Future[GenResult] = field(default_factory=Future)
+    prompt: list[int] = field(default_factory=list)  # token ids, set by the batcher
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,9 @@ class Batcher:
             for job in jobs:
                 job.future.set_exception(exc)
             return
+        jobs = [j for j in jobs if self._fits(pool, j)]
+        if not jobs:
+            return
         try:
             results = decode_batch(pool, jobs)
         except Exception as exc:  # noqa: BLE001
@@ -110,4 +119,19 @@ class Batcher:
         self.batches += 1
         for job, result in zip(jobs, results, strict=True):
             job.future.set_result(result)
+
+    @staticmethod
+    def _fits(pool: AdapterPool, job: GenJob) -> bool:
+        """Refuse, alone, a job longer than the model's context: in the batch it would
+        fail every other row with it."""
+        from trainer.ml.prompts import prompt_ids
+
+        job.prompt = prompt_ids(pool.tokenizer, "", job.messages)
+        room = pool.context_length - len(job.prompt)
+        if room >= job.max_new_tokens:
+            return True
+        job.future.set_exception(PromptTooLong(
+            f"the conversation is {len(job.prompt)} tokens; with max_tokens {job.max_new_tokens} "
+            f"it exceeds the model's context of {pool.context_length}"))
+        return False
 

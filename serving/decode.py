@@ -51,11 +51,10 @@ class _Row:
 @torch.inference_mode()
 def decode_batch(pool: AdapterPool, jobs: list[GenJob]) -> list[GenResult]:
     from trainer.ml.load import autocast_for, base_dtype
-    from trainer.ml.prompts import prompt_ids
 
     started = time.perf_counter()
     tok, device = pool.tokenizer, pool.device
-    rows = [_Row(j, prompt_ids(tok, "", j.messages)) for j in jobs]
+    rows = [_Row(j, j.prompt) for j in jobs]  # the batcher tokenized them
     names = pool.row_names([j.digest for j in jobs])
     width = max(len(r.prompt) for r in rows)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0

@@ -39,6 +39,8 @@ class AdapterPool:
         self.tokenizer = load_tokenizer(base.path)
         self.model: Any = load_base_model(base.path, self.device, precision).eval()
         self.peft = False
+        config = self.model.config
+        self.context_length = int(getattr(config, "max_position_embeddings", None) or 1 << 30)
         self.loaded: OrderedDict[str, str] = OrderedDict()  # digest -> adapter name
 
     def ensure(self, digest: str, open_dir: Callable[[str], Path], keep: set[str]) -> str:

@@ -1,0 +1,38 @@
+"""Concurrent requests for different adapters decode in one batch, each row with its own
+adapter (and the bare base), and each answer is what that adapter alone would say; a
+request too long for the model is refused alone, the others in its batch answered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("peft")
+pytestmark = [pytest.mark.train]
+
+
+def test_four_adapters_and_the_base_share_a_batch(tmp_path: Path) -> None:
+    from serving.batcher import Batcher, GenJob, PromptTooLong
+    from serving.choice import BaseRef
+    from tests.serving_world import lora_dir
+    from trainer.ml.digest import weights_sha256
+    from trainer.ml.tiny_model import build_tiny_base_model
+    from trainer.registry.artifacts import LocalArtifactStore
+
+    base_dir = build_tiny_base_model(tmp_path / "base", seed=0)
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    digests = [store.put_dir(lora_dir(base_dir, tmp_path / f"a{s}", s)).sha256 for s in range(4)]
+    base = BaseRef("tiny", str(base_dir), weights_sha256(base_dir))
+    batcher = Batcher(store.open_dir, "cpu", "fp32", 8, window_s=0.5, max_rows=16)
+    messages = [{"role": "user", "content": "hello there"}]
+    alone = {d: batcher.submit(GenJob(base, d, messages, 10)).result().text for d in [None, *digests]}
+    assert len(set(alone.values())) == 5  # every adapter answers differently
+    before = batcher.batches
+    too_long = [{"role": "user", "content": "x" * 600}]
+    futures = [batcher.submit(GenJob(base, d, messages, 10)) for d in [*digests, None, *digests]]
+    refused = batcher.submit(GenJob(base, digests[0], too_long, 10))
+    assert [f.result().text for f in futures] == [alone[d] for d in [*digests, None, *digests]]
+    assert batcher.batches == before + 1  # one batch for all nine
+    with pytest.raises(PromptTooLong, match="exceeds the model's context of 512"):
+        refused.result()

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from audit.ancestry import audit_adapter
-from audit.checks import approvals, contracts, log, registry, rewards, training
+from audit.checks import approvals, contracts, heldout, log, registry, rewards, training
 from audit.checks.approvals import APPROVAL_TYPES
 from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
 from audit.keys import VerifierKey
@@ -72,6 +72,8 @@ class Auditor:
                   "examples rebuilt from rewards and events",
                   lambda f: rebuild_manifests(src, f, src.manifests.stored_rows(), of([training.FROZEN]),
                                               of([training.FIRED]), run))
+        run.check(heldout.NAME, heldout.TABLE, heldout.AGAINST, lambda f:
+                  heldout.check_held_out(f, src.registry.adapters(), src.manifests))
         run.check("artifacts", "adapter_versions.artifact_sha256", "the artifact store, re-hashed",
                   lambda f: rehash_artifacts(src, f, src.registry.adapters(), run))
         run.check("event_log", "events, merkle_nodes, audit_checkpoints", "the hash chain; every signed "

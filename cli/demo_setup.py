@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contract.document import parse_contract
-from contract.evaluate import split_for
+from contract.split import subject_split
 from contract.versions import VersionNotFound
 from harness.tasks import Task
 from harness.tasks.catalog import held_out_tasks, train_tasks
@@ -80,11 +80,11 @@ def ensure_specialists(demo: Demo) -> None:
 
 def task_sets(demo: Demo) -> tuple[dict[str, list[Task]], dict[str, list[Task]]]:
     """Train tasks (``train_tasks`` per generation) and held-out tasks per specialist, on
-    the contract's side of the split."""
-    rule = parse_contract(EXAMPLE_CONTRACT.read_text()).evaluation.split
+    the subject's side of the split (``contract.split``: a session's user text is the
+    task's prompt, so its reward lands on the side the task was drawn for)."""
 
     def split(text: str) -> str:
-        return split_for(text, rule.held_out_fraction, rule.seed)
+        return subject_split(text, text)
 
     cfg = demo.config
     train = {s: train_tasks(s, cfg.train_tasks * cfg.generations, split) for s in cfg.specialists}

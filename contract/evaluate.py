@@ -8,8 +8,9 @@ Rules, in the order they apply:
    and the score is `None`: an unevaluable subject is neither rewarded nor punished.
 3. The score aggregates the criteria (`weighted_mean`, weighted `geometric_mean`, `min`);
    a gate that is false forces it to 0.
-4. The held-out split is a pure function of the subject id (or, with ``split.by =
-   "user_text"``, of the subject's user text) and the split seed.
+4. The held-out split is the subject's own (``contract.split``: a rule on its user text,
+   or its id when it has none), the same under every contract and version; the
+   document's ``[evaluation.split]`` section no longer decides it.
 5. Eligibility is the `training.eligible` expression (it also sees `score`, `components`,
    `gates` and `split`): whether the trainer may use the reward at all. The split says how:
    train-split rewards train successors, held-out rewards only gate them against their
@@ -18,7 +19,6 @@ Rules, in the order they apply:
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -29,6 +29,7 @@ from contract.document import canonical_form, content_hash
 from contract.evaluation import Evaluation, made_evaluation
 from contract.rubric import CompiledExpression, EvaluationError, Limits
 from contract.sections import ContractDocument
+from contract.split import split_for, subject_split  # noqa: F401 (split_for: re-exported)
 from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES
 
 
@@ -118,9 +119,7 @@ def evaluate_subject(
     compiled = contract if isinstance(contract, CompiledContract) else _cached(contract)
     doc = compiled.document
     subject_id = str(subject_input["subject"]["id"])
-    rule = doc.evaluation.split
-    key = rule.key(subject_id, str(subject_input.get("user_text") or ""))
-    split = split_for(key, rule.held_out_fraction, rule.seed)
+    split = subject_split(subject_id, str(subject_input.get("user_text") or ""))
     applies = applies_to(compiled, subject_input)
     made = compiled.content_hash
     if isinstance(applies, EvaluationError):
@@ -260,15 +259,3 @@ def _eligibility(compiled: CompiledContract, subject_input: Mapping[str, Any], s
 
 _MEMO_READS = frozenset({"score", "split"})
 _MEMO_MAX = 4096
-
-
-def split_for(subject_id: str, fraction: float, seed: int) -> str:
-    """`"held_out"` for about `fraction` of keys (subject ids or user texts), `"train"`
-    for the rest; pure.
-
-    sha256 rather than Python's `hash`, which is salted per process: every worker, and
-    every re-evaluation years later, must put a subject on the same side.
-    """
-    digest = hashlib.sha256(f"{seed}:{subject_id}".encode()).digest()
-    position = int.from_bytes(digest[:8], "big") / 2**64
-    return "held_out" if position < fraction else "train"

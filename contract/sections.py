@@ -173,6 +173,9 @@ class AppliesTo(Section):
 
 
 class Split(Section):
+    # Split rule 1, kept so that documents written under it parse and keep their content
+    # hash: it no longer decides a subject's side, which is the subject's own under every
+    # contract (contract/split.py, rule 2). Its values are still shown and diffed.
     held_out_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.1
     seed: Annotated[int, Field(ge=0)] = 0
     # What is hashed: the subject id, or the subject's user text, so that every answer to

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.dryrun import DryRunReport, dry_run_report
-from contract.evaluate import Evaluation, split_for
+from contract.evaluate import Evaluation
 from contract.rubric import EvaluationError
 from contract.subject import Subject
 from contract.versions import PUBLISHED, ContractVersion, ContractVersions, VersionNotFound
 from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
 from evaluators.active import compile_version
 from evaluators.model import subject_tenant
-from evaluators.scoring import ScoringVersion, evaluate
+from evaluators.scoring import ScoringVersion, evaluate, split_of
 from evaluators.subjects import SubjectReader
 from events.store import Closer, EventStore
 
@@ -205,7 +205,6 @@ def _safe(subject: Subject, version: ScoringVersion,
         served = subject_input.get("specialist")
         return evaluation, served if isinstance(served, str) else None
     except Exception as exc:  # report it like a rubric error; a dry run must not die on one subject
-        split = version.compiled.document.evaluation.split
         return Evaluation(subject.id, version.ref.content_hash, True, None, {}, {}, False,
-                          split_for(subject.id, split.held_out_fraction, split.seed), False,
+                          split_of(subject, version.compiled.document.harness), False,
                           (EvaluationError("evaluator", f"{type(exc).__name__}: {exc}", "internal"),)), None

@@ -177,6 +177,27 @@ class RewardStore:
         with reading(self.engine, conn) as c:
             return int(c.execute(query).scalar() or 0)
 
+    def first_sides(self, subject_ids: Iterable[str],
+                    conn: Connection | None = None) -> dict[str, str]:
+        """Each subject's side as its first reward (any contract) recorded it: the side it
+        keeps (``contract.split``; rewards made under split rule 1 may disagree)."""
+        ids = sorted(set(subject_ids))
+        found: dict[str, str] = {}
+        with reading(self.engine, conn) as c:
+            for start in range(0, len(ids), _ID_CHUNK):
+                first = (select(func.min(rr.c.position))
+                         .where(rr.c.subject_id.in_(ids[start:start + _ID_CHUNK]))
+                         .group_by(rr.c.subject_id))
+                rows = c.execute(select(rr.c.subject_id, rr.c.split).where(rr.c.position.in_(first)))
+                found.update((str(subject), str(split)) for subject, split in rows)
+        return found
+
+    def contract_names(self, specialist: str, conn: Connection | None = None) -> list[str]:
+        """The contracts that made usable rewards of ``specialist``."""
+        query = select(rr.c.contract_name).where(_eligible(specialist, None)).distinct()
+        with reading(self.engine, conn) as c:
+            return sorted(c.execute(query).scalars())
+
     def served_mean(self, adapter_version: str, window: int, conn: Connection | None = None,
                     contract: str | None = None,
                     version: int | None = None) -> tuple[float | None, int]:

@@ -7,8 +7,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.evaluate import CompiledContract, Evaluation, evaluate_subject, split_for
+from contract.evaluate import CompiledContract, Evaluation, evaluate_subject
 from contract.inputs import build_input
+from contract.sections import Harness
+from contract.split import subject_split
 from contract.subject import Subject
 from evaluators.model import RewardRecord, VersionRef, failed_reward, reward_for
 
@@ -74,13 +76,22 @@ def score_subject(subject: Subject, versions: Iterable[ScoringVersion]) -> list[
             evaluation, subject_input = evaluate(subject, version, inputs)
         except Exception as exc:
             log.exception("scoring %s under %s failed", subject.id, version.ref.ref)
-            split = version.compiled.document.evaluation.split
             records.append(failed_reward(subject, version.ref, f"{type(exc).__name__}: {exc}",
-                                         split_for(subject.id, split.held_out_fraction, split.seed)))
+                                         split_of(subject, version.compiled.document.harness)))
             continue
         if evaluation.applicable:
             records.append(reward_for(subject, version.ref, evaluation, subject_input))
     return records
+
+
+def split_of(subject: Subject, harness: Harness) -> str:
+    """The subject's side (``contract.split``) where judging it failed: from its user text
+    as the engine would have read it, or its id if even that cannot be built."""
+    try:
+        user_text = str(build_input(subject, harness, {"user_text"}).get("user_text") or "")
+    except Exception:  # the subject's events defeat input building: its id decides
+        user_text = ""
+    return subject_split(subject.id, user_text)
 
 
 def score_subjects(subjects: Iterable[Subject],

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from events.log_share import LogShare
     from events.model import RecordedEvent
     from events.relay import OutboxFeed
+    from events.session_search import SessionSearch
     from events.store import Appender, EventStore
     from harness.checks.sandbox import CodeSandbox
     from hcp.health import DependencyProbes
@@ -89,6 +90,13 @@ class Services:
 
         store = self.store
         return GroupCommit(store) if isinstance(store, SqlEventStore) else store
+
+    @cached_property
+    def session_search(self) -> SessionSearch:
+        """Sessions by tenant, specialist, adapter version and outcome (the console's list)."""
+        from events.session_search import SessionSearch
+
+        return SessionSearch(self.engine)
 
     @cached_property
     def contracts(self) -> ContractVersions:
@@ -320,7 +328,7 @@ class Services:
         from trainer.triggers.firing import Triggers
 
         return Triggers(self.engine, self.store, self.policies, self.rewards, self.manifests,
-                        self.runs, self.dispatcher, self.serving)
+                        self.runs, self.dispatcher, self.serving, self.settings.serving_contract)
 
     def worker_services(self, requeue_after: float = 60.0) -> WorkerServices:
         """What a Celery worker process's tasks call (see ``celery_worker``); the re-send

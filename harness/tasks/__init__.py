@@ -8,8 +8,8 @@ Nothing here runs model output.
 Where they come from: each family (``coding``, ``genui``, ``agent``, ``chat``; see their
 modules) composes tasks from small vocabularies with a seeded ``random.Random``, so the
 same seed gives the same tasks on every machine. A task's id is a hash of everything the
-model sees. Which tasks are held out is not decided here: the contract's split rule
-decides (``[evaluation.split] by = "user_text"`` hashes the user message), and ``draw``
+model sees. Which tasks are held out is not decided here: the subject's split rule
+decides (``contract.split``: the user message hashed, under every contract), and ``draw``
 takes the predicate, so train and held-out prompts are disjoint by construction and a
 held-out prompt is never trained on, under any number of samples.
 """

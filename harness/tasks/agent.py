@@ -7,8 +7,8 @@ distractors, shuffled) in the system message, each with its signature and one ex
 call (as tool documentation does), shows one example exchange using a distractor (so the
 format is demonstrated but the answer is never copied), then asks.
 The allowlist travels in the check spec: a call to an unlisted tool is a failure even if
-the tool exists. The held-out split hashes the request alone (the contract splits on the
-user message), so a held-out request is never trained on under another tool menu.
+the tool exists. The held-out split hashes the request alone (the subject's split hashes
+the user message), so a held-out request is never trained on under another tool menu.
 """
 
 from __future__ import annotations

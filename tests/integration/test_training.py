@@ -8,6 +8,7 @@ import pytest
 from safetensors.torch import load_file
 
 from contract.policy import TriggerPolicy
+from tests.integration.superuser import as_superuser, sql
 from tests.unit.trainer_core import fixtures
 from tests.unit.trainer_core.factories import (
     HOUSE_CONTRACT,
@@ -106,6 +107,26 @@ def test_an_artifact_changed_on_disk_is_refused_and_its_successor_run_fails(part
     assert outcome.outcome == "failed" and "ArtifactCorrupted" in outcome.error
     assert parts.runs.get(outcome.run_id).error == outcome.error
     assert [a.adapter_id for a in parts.registry.adapters("coding")] == [first.adapter_id]
+
+
+def test_a_run_that_would_train_on_what_a_gate_of_its_lineage_held_out_is_refused(parts, trainer):
+    runner, digest = trainer
+    parent = runner.run_now(parts.triggers.fire_manual("coding", "tester", "root").run_id)
+    parts.aliases.move("coding", "production", parent.adapter_id, "tester", "serve it")
+    new = [seed_reward(parts.engine, parts.store, "coding", f"more {i}", "Hello!", 1.0,
+                       contract=("default", 1, digest)) for i in range(4)]
+    fired = parts.triggers.fire_manual("coding", "tester", "successor")
+    # history rewritten: the parent's gate now claims one of the new subjects was held out
+    manifest_id = parts.registry.adapter(parent.adapter_id).manifest_id
+    as_superuser(parts.engine, sql(
+        "INSERT INTO manifest_members (manifest_id, reward_position, reward_id, subject_id, "
+        "stream_id, split) VALUES (:m, :p, :r, :s, :t, 'held_out')", m=manifest_id,
+        p=new[0]["position"], r=new[0]["reward_id"].replace("-", "") if parts.engine.dialect.name
+        == "sqlite" else new[0]["reward_id"], s=f"turn:{new[0]['stream']}:2", t=new[0]["stream"]))
+    outcome = runner.run_now(fired.run_id)
+    assert outcome.outcome == "failed"
+    assert f"held out by the gate of {parent.adapter_id}" in outcome.error
+    assert [a.adapter_id for a in parts.registry.adapters("coding")] == [parent.adapter_id]
 
 
 # The house contract judging the answer's text: 1 for an answer that starts with "Hello",

@@ -20,8 +20,10 @@ from contract.subject import Subject
 from evaluators.model import RewardRecord
 from evaluators.rewards import RewardStore
 from events.store import EventStore
+from kernel.db import reading
 from kernel.errors import Conflict, NotFound
 from trainer.datasets.events import DatasetFrozen
+from trainer.datasets.leaks import Leak, Reserved, Sides, held_out_leaks, keep_sides
 from trainer.datasets.manifest import (
     HELD_OUT,
     TRAIN,
@@ -33,9 +35,11 @@ from trainer.datasets.manifest import (
     manifest_hash,
     select_rewards,
 )
+from trainer.datasets.members import ManifestIndex
 from trainer.datasets.projections import DATASET_PROJECTIONS, REWARDS
 from trainer.datasets.tables import dataset_manifests
 from trainer.journal import specialist_stream, write
+from trainer.registry.ancestry import Ancestry, adapters_in
 
 _ID_CHUNK = 500
 
@@ -45,7 +49,8 @@ class Manifests:
         self.engine, self.rewards, self.store = engine, rewards, store
 
     def freeze_in(self, conn: Connection, specialist: str, contract: str | None,
-                  cut_from: int, cut_to: int, actor: str = "system:triggers") -> tuple[str, Manifest]:
+                  cut_from: int, cut_to: int, actor: str = "system:triggers",
+                  parent: str | None = None) -> tuple[str, Manifest]:
         """The manifest of the eligible rewards in (cut_from, cut_to], and of every held-out
         one up to ``cut_to`` (the gate compares on the whole held-out set, however little
         new data a run trains on), stored once by content hash inside ``conn``'s transaction.
@@ -56,6 +61,10 @@ class Manifests:
         (the trigger counts the same way). The held-out side keeps each subject's latest
         reward, so the gate judges under the newest version.
 
+        Each reward is used on its subject's side only (``leaks.keep_sides``): the side its
+        first reward recorded, and never the train side for a subject a gate of
+        ``parent``'s lineage held out (nor the held-out side for one it trained on).
+
         Raises:
             Conflict: no reward in the range yields a training example.
         """
@@ -65,7 +74,10 @@ class Manifests:
             records = (self.rewards.eligible(specialist, contract, 0, cut_to, conn, split=HELD_OUT)
                        + self.rewards.eligible(specialist, contract, cut_from, cut_to, conn,
                                                split=TRAIN, new_subjects=True))
-        rewards = select_rewards(_row(r) for r in records)
+        rows = [_row(r) for r in records]
+        first = self.rewards.first_sides({r.subject_id for r in rows}, conn)
+        reserved = Reserved.of(sides for _, sides in self.lineage(parent, conn))
+        rewards = select_rewards(keep_sides(rows, first, reserved))
         manifest = assemble(specialist, cut_from, cut_to, rewards, self._events(rewards, conn))
         if not manifest.examples:
             raise Conflict(f"no eligible reward of '{specialist}' in positions "
@@ -83,6 +95,29 @@ class Manifests:
             content_hash=digest), actor, specialist=specialist,
             sources={REWARDS: lambda ids: [by_id[i] for i in ids]})
         return manifest_id, manifest
+
+    def lineage(self, adapter_id: str | None,
+                conn: Connection | None = None) -> list[tuple[str, Sides]]:
+        """The version and each of its ancestors (nearest first), with its manifest's sides
+        (what it trained on, what its gate held out); empty for None (a root's parent)."""
+        if adapter_id is None:
+            return []
+        with reading(self.engine, conn) as c:
+            chain = Ancestry(self.engine).ancestors(adapter_id, c)
+            manifest_of = {a.adapter_id: a.manifest_id for a in adapters_in(c, chain)}
+            sides = ManifestIndex(self.engine).sides(manifest_of.values(), c)
+        return [(a, sides.get(manifest_of[a], Sides())) for a in chain if a in manifest_of]
+
+    def sides(self, manifest_ids: Iterable[str]) -> dict[str, Sides]:
+        """Each manifest's subjects by side (``ManifestIndex.sides``)."""
+        return ManifestIndex(self.engine).sides(manifest_ids)
+
+    def leaks(self, manifest_id: str, parent: str | None, label: str) -> list[Leak]:
+        """The held-out invariant for a run on ``manifest_id`` from ``parent`` (``label``
+        names it): its train members against its own gate's and every ancestor's."""
+        own = self.sides([manifest_id])[manifest_id]
+        gates = [(label, own.held_out), *((a, s.held_out) for a, s in self.lineage(parent))]
+        return held_out_leaks(label, own.train, gates)
 
     def row(self, manifest_id: str, conn: Connection | None = None) -> Any:
         """The stored manifest row (reward ids, cut, split counts, hashes)."""

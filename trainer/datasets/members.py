@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from kernel.clock import utc
 from kernel.db import reading
 from kernel.values import JsonValue
+from trainer.datasets.leaks import HELD_OUT, TRAIN, Sides
 from trainer.datasets.tables import dataset_manifests as dm
 from trainer.datasets.tables import manifest_contract_versions as mcv
 from trainer.datasets.tables import manifest_members as mm
@@ -108,6 +109,19 @@ class ManifestIndex:
         with reading(self.engine, conn) as c:
             rows = c.execute(query.order_by(mm.c.reward_position).limit(limit))
             return [_member(r) for r in rows]
+
+    def sides(self, manifest_ids: Iterable[str],
+              conn: Connection | None = None) -> dict[str, Sides]:
+        """Each manifest's subjects by side: what its run trained on, what its gate held out."""
+        ids = sorted(set(manifest_ids))
+        found: dict[str, dict[str, set[str]]] = {i: {TRAIN: set(), HELD_OUT: set()} for i in ids}
+        with reading(self.engine, conn) as c:
+            for chunk in _chunks(ids):
+                query = (select(mm.c.manifest_id, mm.c.subject_id, mm.c.split)
+                         .where(mm.c.manifest_id.in_(chunk)))
+                for manifest_id, subject_id, split in c.execute(query):
+                    found[manifest_id].setdefault(split, set()).add(subject_id)
+        return {i: Sides(frozenset(s[TRAIN]), frozenset(s[HELD_OUT])) for i, s in found.items()}
 
     def member_positions(self, manifest_id: str) -> Select[tuple[int]]:
         """The reward positions a manifest lists, as a query the reward store can filter

@@ -111,6 +111,9 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         raise Invalid(f"base model '{base.name}' at {base.path} no longer has the registered weights")
     parent_dir, parent_sha = _parent(deps, run)
     manifest = deps.manifests.rebuild(run.manifest_id)
+    leaks = deps.manifests.leaks(run.manifest_id, run.parent_adapter_id, f"run {run.run_id[:8]}")
+    if leaks:  # a gate that trained on its held-out set proves nothing
+        raise Invalid("held-out leak: " + "; ".join(leak.text() for leak in leaks))
     train = [ex.training_example() for ex in manifest.split_examples(TRAIN)]
     if not train:
         raise Invalid(f"manifest {run.manifest_id} has no train-split example")

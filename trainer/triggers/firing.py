@@ -34,6 +34,7 @@ from trainer.registry.in_transaction import adapter_in, base_model_names_in, spe
 from trainer.runs.dispatch import Dispatcher, DispatchFailed
 from trainer.runs.model import SUCCEEDED, TrainingRun
 from trainer.runs.store import Runs
+from trainer.triggers.dataset_contract import ContractChoice, dataset_contract
 from trainer.triggers.events import TriggerFired
 from trainer.triggers.model import Firing
 from trainer.triggers.policy import (
@@ -68,10 +69,11 @@ class TriggerCheck:
 class Triggers:
     def __init__(self, engine: Engine, store: EventStore, policies: Policies, rewards: RewardStore,
                  manifests: Manifests, runs: Runs, dispatcher: Dispatcher,
-                 serving: ContractServing | None = None) -> None:
+                 serving: ContractServing | None = None, serving_contract: str | None = None) -> None:
         self.engine, self.store, self.policies, self.rewards = engine, store, policies, rewards
         self.manifests, self.runs, self.dispatcher = manifests, runs, dispatcher
         self.serving = serving  # which contract version a specialist's new data is counted under
+        self.serving_contract = serving_contract  # HCP_SERVING_CONTRACT (dataset_contract)
 
     def evaluate(self, actor: str = "system:triggers") -> list[TriggerCheck]:
         """Evaluate every specialist's policy once; fire (and dispatch) what is due."""
@@ -171,26 +173,29 @@ class Triggers:
             parent = move.adapter_id if move else None
         elif parent == ROOT:
             parent = None
-        parent_cut = 0
+        parent_cut, parent_contracts = 0, []
         if parent is not None:
             adapter = adapter_in(conn, parent)
             if adapter.specialist != specialist:
                 raise Invalid(f"adapter '{parent}' belongs to '{adapter.specialist}'")
-            parent_cut = self.manifests.cut_to(adapter.manifest_id, conn)
-        head = self.rewards.eligible_head(specialist, policy.contract, conn)
+            row = self.manifests.row(adapter.manifest_id, conn)
+            parent_cut = int(row.cut_to)
+            parent_contracts = [c["name"] for c in row.contract_versions]
+        contract = self._dataset_contract(conn, specialist, policy, parent_contracts)
+        head = self.rewards.eligible_head(specialist, contract, conn)
         # New data is counted from the last run on this parent, whatever became of it, so a
         # rejected or failed successor does not make the same data count again.
         last_cut = conn.execute(select(func.max(trigger_firings.c.dataset_cut)).where(
             trigger_firings.c.specialist == specialist,
             trigger_firings.c.parent_key == (parent or ROOT))).scalar()
         counted_from = max(parent_cut, int(last_cut or 0))
-        version = self._serving_version(conn, policy.contract, specialist)
+        version = self._serving_version(conn, contract, specialist)
         # Subjects, not rewards (several active versions score each one), train split only
         # (held-out rewards just gate), under the serving contract version when known.
-        new = self.rewards.count_new_subjects(specialist, policy.contract, version, counted_from,
+        new = self.rewards.count_new_subjects(specialist, contract, version, counted_from,
                                               "train", conn)
         mean, count = (self.rewards.served_mean(parent, policy.reward_window, conn,
-                                                policy.contract, version) if parent else (None, 0))
+                                                contract, version) if parent else (None, 0))
         last = conn.execute(select(func.max(trigger_firings.c.fired_at)).where(
             trigger_firings.c.specialist == specialist,
             trigger_firings.c.policy.not_in(("manual", "forced")))).scalar()
@@ -199,7 +204,16 @@ class Triggers:
             specialist=specialist, parent_adapter_id=parent, parent_cut=parent_cut,
             eligible_head=head, new_eligible=new, production_mean=mean,
             production_count=count, last_fired_at=utc(last) if last else None, now=utcnow(),
-            counted_from=counted_from, rejections=rejections, rejected_at=rejected_at)
+            counted_from=counted_from, rejections=rejections, rejected_at=rejected_at,
+            contract=contract)
+
+    def _dataset_contract(self, conn: Connection, specialist: str, policy: Policy,
+                          parent_contracts: list[str]) -> str | None:
+        serving = [v.name for v in self.policies.contracts.latest_published_each(conn)
+                   if self._serving_version(conn, v.name, specialist) is not None]
+        return dataset_contract(ContractChoice(
+            specialist, policy.contract, parent_contracts, self.serving_contract, serving,
+            self.rewards.contract_names(specialist, conn)))
 
     def _serving_version(self, conn: Connection, contract: str | None,
                          specialist: str) -> int | None:
@@ -219,8 +233,9 @@ class Triggers:
             return firing_from_row(existing, created=False)
         rerun = existing.rerun + 1 if existing is not None else 0
         base, hyper = self._base_and_hyper(conn, state, policy, base_model, hyper_overrides or {})
-        manifest_id, manifest = self.manifests.freeze_in(conn, state.specialist, policy.contract,
-                                                         decision.cut_from, decision.dataset_cut, actor)
+        manifest_id, manifest = self.manifests.freeze_in(conn, state.specialist, state.contract,
+                                                         decision.cut_from, decision.dataset_cut, actor,
+                                                         parent=state.parent_adapter_id)
         firing_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
         fired = append(self.store, conn, TRIGGER_PROJECTIONS, specialist_stream(state.specialist),
                        TriggerFired(firing_id=firing_id, run_id=run_id, policy=decision.policy,

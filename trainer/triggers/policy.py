@@ -88,6 +88,7 @@ class SpecialistState:
     counted_from: int = 0  # the cut of the last run on this parent (any outcome), else parent_cut
     rejections: int = 0  # consecutive latest runs on this parent whose successor was rejected
     rejected_at: datetime | None = None  # when the latest of them finished
+    contract: str | None = None  # whose rewards count and train (triggers.dataset_contract)
 
     @property
     def parent_key(self) -> str:

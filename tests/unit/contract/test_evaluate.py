@@ -9,6 +9,7 @@ import pytest
 from contract.document import ContractDocument, parse_contract
 from contract.evaluate import compile_contract, evaluate_subject, split_for
 from contract.inputs import build_input
+from contract.split import subject_split
 from contract.subject import finished_subjects
 from tests.unit.contract.factories import EXAMPLE, Stream
 
@@ -46,9 +47,10 @@ def contract(
     return parse_contract(text)
 
 
-def episode(specialist: str = "coding", outcome: str = "success", stream_id: str = "ep") -> dict:
+def episode(specialist: str = "coding", outcome: str = "success", stream_id: str = "ep",
+            question: str = "question") -> dict:
     s = Stream(stream_id, specialist=specialist)
-    s.turn("question", "answer", rating=0.5)
+    s.turn(question, "answer", rating=0.5)
     s.tool("c1", "files.read", ok=True)
     s.add("episode.completed", outcome=outcome)
     [subject] = finished_subjects(s.events, "episode")
@@ -114,18 +116,34 @@ def test_applicability() -> None:
     assert not evaluate_subject(turn_contract, episode()).applicable
 
 
+def question_on(side: str) -> str:
+    return next(q for q in (f"question {i}" for i in range(100)) if subject_split("", q) == side)
+
+
 def test_eligibility_sees_the_result_and_applies_to_held_out_too() -> None:
     doc = contract(CONSTANTS, eligible="score > 0.6 && components.b == 0.8 && split == 'train'")
-    assert evaluate_subject(doc, episode()).eligible is True
+    assert evaluate_subject(doc, episode(question=question_on("train"))).eligible is True
     strict = contract(CONSTANTS, eligible="score > 0.9")
     assert evaluate_subject(strict, episode()).eligible is False
-    always_held_out = contract(CONSTANTS, held_out=0.999999)
-    result = evaluate_subject(always_held_out, episode())
+    result = evaluate_subject(contract(CONSTANTS), episode(question=question_on("held_out")))
     # held-out subjects pass the same quality bar: the trainer gates on them, never trains
     assert (result.split, result.eligible) == ("held_out", True)
     assert result.score == pytest.approx(0.65)
-    train_only = contract(CONSTANTS, held_out=0.999999, eligible="split == 'train'")
-    assert evaluate_subject(train_only, episode()).eligible is False
+    train_only = contract(CONSTANTS, eligible="split == 'train'")
+    assert evaluate_subject(train_only, episode(question=question_on("held_out"))).eligible is False
+
+
+def test_the_split_is_the_subjects_under_every_contract() -> None:
+    """Whatever a document's [evaluation.split] says (rule 1), a subject is on one side."""
+    subject = episode(question=question_on("held_out"))
+    documents = [contract(CONSTANTS), contract(CONSTANTS, held_out=0.999999),
+                 contract(CONSTANTS, held_out=0.0)]
+    assert {evaluate_subject(doc, subject).split for doc in documents} == {"held_out"}
+    # every answer to one prompt lands on its side, whatever the session
+    sides = {evaluate_subject(contract(CONSTANTS), episode(stream_id=f"ep{i}",
+                                                           question=question_on("train"))).split
+             for i in range(5)}
+    assert sides == {"train"}
 
 
 def test_split_is_deterministic_and_close_to_the_fraction() -> None:

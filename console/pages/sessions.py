@@ -17,11 +17,14 @@ router = console_router()
 
 @router.get("/sessions")
 def sessions(request: Request, session: Viewer, container: ContainerDep,
-             before: Annotated[int | None, Query(ge=1)] = None, stream: str = "") -> Response:
+             before: Annotated[int | None, Query(ge=1)] = None, stream: str = "",
+             tenant: str = "", specialist: str = "", adapter: str = "", outcome: str = "") -> Response:
+    """The latest sessions, filtered by tenant, specialist, adapter version and outcome."""
     need(session, "events:read")
     if stream.strip():
         return RedirectResponse(f"/console/sessions/{quote(stream.strip(), safe='')}", status_code=303)
-    return page(request, "sessions.html", views.latest_sessions(container, before), session)
+    where = views.session_filter(tenant, specialist, adapter, outcome)
+    return page(request, "sessions.html", views.latest_sessions(container, before, where), session)
 
 
 @router.get("/sessions/{stream_id}")
@@ -29,5 +32,6 @@ def one_session(request: Request, stream_id: str, session: Viewer, container: Co
                 after_seq: Annotated[int, Query(ge=0)] = 0) -> Response:
     need(session, "events:read")
     context = views.session_page(container, stream_id, after_seq,
-                                 with_rewards=session.allows("rewards:read"))
+                                 with_rewards=session.allows("rewards:read"),
+                                 with_downstream=session.allows("lineage:read"))
     return page(request, "session.html", context, session)

@@ -18,11 +18,13 @@ from contract.vocabulary import (
 )
 from evaluators.rewards import RewardQuery
 from events.model import RecordedEvent
+from events.session_search import SessionFilter
 from hcp.bootstrap import Container
 from kernel.errors import NotFound
 
 PAGE = 50
 EVENTS_PAGE = 1000
+DOWNSTREAM_REWARDS = 1  # the page lists the rewards itself; downstream counts them
 
 
 @dataclass
@@ -38,24 +40,39 @@ class Turn:
     other: list[RecordedEvent] = field(default_factory=list)
 
 
-def latest_sessions(container: Container, before: int | None = None) -> dict[str, Any]:
-    """Sessions newest first by the position of their ``session.started`` event."""
-    store = container.store
-    upto = (before - 1) if before else store.head()
-    starts = store.closers((SESSION_STARTED,), 0, upto, PAGE + 1, newest_first=True)
+def session_filter(tenant: str = "", specialist: str = "", adapter: str = "",
+                   outcome: str = "") -> SessionFilter:
+    return SessionFilter(tenant.strip() or None, specialist.strip() or None,
+                         adapter.strip() or None, outcome.strip() or None)
+
+
+def latest_sessions(container: Container, before: int | None = None,
+                    where: SessionFilter | None = None) -> dict[str, Any]:
+    """Sessions newest first by the position of their ``session.started`` event, those
+    matching ``where`` only; each with its tenant and how its episode ended."""
+    where = where or SessionFilter()
+    found = container.session_search.latest(where, before, PAGE)
+    starts = found.starts
     # Every session's first event in one read: the window of each stream that ends at its
     # session.started (and starts after the one before it, if the stream was restarted).
-    seqs = {start.stream_id: start.stream_seq for start in starts[:PAGE]}
-    windows = store.read_windows({s: (seq, seq) for s, seq in seqs.items()}, SESSION_STARTED)
+    seqs = {start.stream_id: start.stream_seq for start in starts}
+    windows = container.store.read_windows({s: (seq, seq) for s, seq in seqs.items()}, SESSION_STARTED)
+    ends = {e.stream_id: e for e in container.store.of_types([EPISODE_COMPLETED], list(seqs), raw=False)}
     rows = [{"stream_id": start.stream_id, "position": start.position,
              "event": next((e for e in windows.get(start.stream_id, [])
-                            if e.stream_seq == start.stream_seq), None)}
-            for start in starts[:PAGE]]
-    return {"sessions": rows, "older": starts[PAGE - 1].position if len(starts) > PAGE else None}
+                            if e.stream_seq == start.stream_seq), None),
+             "outcome": _outcome(ends.get(start.stream_id))}
+            for start in starts]
+    return {"sessions": rows, "older": found.older, "searched_to": found.searched_to,
+            "where": where, "specialists": [s.name for s in container.registry.specialists()]}
+
+
+def _outcome(completed: RecordedEvent | None) -> str | None:
+    return None if completed is None else str(completed.payload.get("outcome") or "ended")
 
 
 def session_page(container: Container, stream_id: str, after_seq: int = 0,
-                 with_rewards: bool = True) -> dict[str, Any]:
+                 with_rewards: bool = True, with_downstream: bool = False) -> dict[str, Any]:
     events = container.store.read_stream(stream_id, after_seq, EVENTS_PAGE + 1)
     if not events and after_seq == 0:
         raise NotFound(f"no session '{stream_id}'")
@@ -66,7 +83,18 @@ def session_page(container: Container, stream_id: str, after_seq: int = 0,
     return {"stream_id": stream_id, "preamble": preamble, "turns": turns, "closing": closing,
             "count": len(shown), "after_seq": after_seq,
             "more_after": shown[-1].stream_seq if len(events) > EVENTS_PAGE else None,
-            "rewards": rewards}
+            "tenants": sorted({e.metadata.tenant or "" for e in shown}),
+            "rewards": rewards,
+            "downstream": downstream(container, stream_id) if with_downstream else None}
+
+
+def downstream(container: Container, stream_id: str) -> dict[str, Any]:
+    """What the session reached, as ``hcp lineage downstream --stream`` answers: the
+    manifests that list its rewards, the versions trained on them and their descendants,
+    and when an alias served any of those."""
+    reached = container.downstream.of_stream(stream_id, limit=DOWNSTREAM_REWARDS)
+    return {"rewards": reached.rewards.count, "manifests": reached.manifests,
+            "adapters": reached.adapters, "windows": reached.windows}
 
 
 def group(events: list[RecordedEvent]) -> tuple[list[RecordedEvent], list[Turn], list[RecordedEvent]]:

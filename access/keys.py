@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from access.key_log import (
+    API_KEYS,
     KEY_PROJECTIONS,
     ApiKeyConsoleSignedOut,
     ApiKeyCreated,
@@ -43,7 +44,7 @@ from access.key_log import (
 from access.principal import SCOPES, Principal
 from access.tables import api_keys
 from events.model import EventMetadata
-from events.projections.sql import write_in
+from events.projections.sql import set_working_in, write_in
 from events.store import EventStore
 from kernel.clock import utc, utcnow
 from kernel.errors import Conflict, Invalid, NotFound
@@ -248,8 +249,7 @@ class ApiKeys:
             self._used_written[key_id] = now
         try:
             with self.engine.begin() as conn:
-                conn.execute(update(api_keys).where(api_keys.c.key_id == key_id)
-                             .values(last_used_at=utcnow()))
+                set_working_in(conn, API_KEYS, api_keys.c.key_id == key_id, last_used_at=utcnow())
         except DBAPIError as exc:  # bookkeeping only: never refuse a request over it
             log.warning("could not record the use of key %s: %s", key_id, exc)
 

@@ -3,7 +3,8 @@
 Built through the stores' own bulk paths, so every row is what the server would have
 written (hash-chained events, positioned rewards, frozen manifests with their members,
 registered versions with their closure rows and events); only the choice of what goes in
-each manifest and the run rows' final status are set by hand (direct SQL, bench only).
+each manifest is the bench's (a contiguous block of rewards), and each run is started and
+finished in the transaction that registers its version.
 
 * sessions of 10 events (5 turns), one reward per session judging its last turn, under
   one of five published versions of the ``default`` contract;
@@ -26,18 +27,22 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from evaluators.model import EVALUATOR_VERSION, RewardRecord, reward_id_for
 from events.model import EventMetadata, NewEvent
+from events.projections.sql import project_in, set_working_in
 from hcp.bootstrap import Container
 from kernel.clock import utcnow
-from trainer.journal import lock_registry, record, run_stream, specialist_stream
+from trainer.journal import append, lock_registry, run_stream, specialist_stream, write
 from trainer.registry.in_transaction import register_in
 from trainer.registry.model import NewAdapter
+from trainer.runs.events import TrainingStarted
+from trainer.runs.projections import RUN_PROJECTIONS, TRAINING_RUNS
 from trainer.runs.tables import training_runs
-from trainer.triggers.tables import trigger_firings
+from trainer.triggers.events import TriggerFired
+from trainer.triggers.projections import TRIGGER_PROJECTIONS
 
 SPECIALISTS = ("chat", "agent", "coding", "genui")
 EVENTS_PER_SESSION = 10
@@ -157,21 +162,17 @@ def _register(parts: Container, shape: Shape, chain: int, generation: int, base:
     artifact = _artifact(parts, adapter_of(shape, chain, generation))
     with parts.engine.begin() as conn:
         lock_registry(conn)
-        manifest_id, manifest = parts.manifests.freeze_in(conn, specialist, None, cut_from, cut_to)
+        manifest_id, manifest = parts.manifests.freeze_in(conn, specialist, None, cut_from, cut_to, "bench")
         firing_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
-        fired = record(parts.store, conn, specialist_stream(specialist), "trigger.fired", {
-            "firing_id": firing_id, "run_id": run_id, "policy": "count", "reason": "bench",
-            "parent_adapter_id": parent, "dataset_cut": cut_to, "cut_from": cut_from,
-            "manifest_id": manifest_id, "manifest_hash": manifest.content_hash,
-        }, "bench", specialist=specialist, adapter_version=parent)
+        fired = append(parts.store, conn, TRIGGER_PROJECTIONS, specialist_stream(specialist), TriggerFired(
+            firing_id=firing_id, run_id=run_id, policy="count", reason="bench", parent_adapter_id=parent,
+            dataset_cut=cut_to, cut_from=cut_from, manifest_id=manifest_id,
+            manifest_hash=manifest.content_hash), "bench", specialist=specialist, adapter_version=parent)
         parts.runs.create_in(conn, {
             "run_id": run_id, "specialist": specialist, "parent_adapter_id": parent,
             "base_model": base, "manifest_id": manifest_id, "firing_id": firing_id,
             "hyper": {"steps": 1}, "gate": {}, "total_steps": 1, "created_by": "bench"}, "bench")
-        conn.execute(trigger_firings.insert().values(
-            firing_id=firing_id, specialist=specialist, parent_key=parent or "root",
-            dataset_cut=cut_to, policy="count", reason="bench", run_id=run_id, fired_by="bench",
-            fired_at=fired.recorded_at, event_position=fired.position))
+        project_in(conn, TRIGGER_PROJECTIONS, fired)
         _start(parts, conn, run_id, specialist)
         new = NewAdapter(
             specialist=specialist, parent_adapter_id=parent, base_model=base, training_run_id=run_id,
@@ -188,13 +189,10 @@ def _register(parts: Container, shape: Shape, chain: int, generation: int, base:
 
 def _start(parts: Container, conn: Connection, run_id: str, specialist: str) -> None:
     """What a worker's claim does: the run is running under its lease (one event)."""
-    record(parts.store, conn, run_stream(run_id), "training.started",
-           {"run_id": run_id, "attempt": 1, "worker": WORKER, "taken_over_from": None}, WORKER,
-           specialist=specialist)
-    now = utcnow()
-    conn.execute(update(training_runs).where(training_runs.c.run_id == run_id).values(
-        status="running", lease_owner=WORKER, lease_until=now + timedelta(hours=1), attempts=1,
-        started_at=now, updated_at=now))
+    write(parts.store, conn, RUN_PROJECTIONS, run_stream(run_id), TrainingStarted(
+        run_id=run_id, attempt=1, worker=WORKER, taken_over_from=None), WORKER, specialist=specialist)
+    set_working_in(conn, TRAINING_RUNS, training_runs.c.run_id == run_id,
+                   lease_until=utcnow() + timedelta(hours=1))
 
 
 def _artifact(parts: Container, adapter_id: str) -> tuple[str, str]:

@@ -11,8 +11,6 @@ from cli.common import cli_container
 from cli.output import command_group, progress_console
 from cli.signals import stop_on_signals
 
-CHECKPOINT = "openlineage"
-
 
 def _transport(configured: dict[str, Any], file: str | None, url: str | None, api_key: str | None,
                kafka: str | None, topic: str) -> dict[str, Any]:
@@ -41,18 +39,18 @@ def openlineage(
 
     The transport is HCP_OPENLINEAGE_TRANSPORT (JSON) unless --file, --url or --kafka is given.
     """
-    from audit.exports.emit import client_for, export
+    from audit.exports.emit import client_for, export, sink_checkpoint
 
     stop = stop_on_signals()
     err = progress_console()
     with cli_container() as parts:
         config = _transport(parts.settings.openlineage_transport, file, url, api_key, kafka, topic)
-        client = client_for(config)
+        client, checkpoint = client_for(config), sink_checkpoint(config)
         checkpoints = parts.checkpoints
-        after = 0 if from_start else checkpoints.load(CHECKPOINT)
+        after = 0 if from_start else checkpoints.load(checkpoint)
         while True:
             report = export(parts.openlineage, client, after,
-                            save=lambda p: checkpoints.save(CHECKPOINT, p))
+                            save=lambda p: checkpoints.save(checkpoint, p))
             if report.sent:
                 err.print(f"sent {report.sent} run event(s) via {config['type']}; "
                           f"log position {report.last_position}")

@@ -22,8 +22,11 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from access.key_log import API_KEYS
+from audit.events import AuditFailed
 from contract.projections import CONTRACT_SERVING_MOVES, CONTRACT_VERSIONS
 from contract.serving import SERVING_LOCK_KEY
+from evaluators.chain import RewardSealed
+from evaluators.events import ReevaluationFinished
 from evaluators.rewards import RewardStore
 from events.projections.model import ProjectionSet
 from events.sql_append import APPEND_LOCK_KEY
@@ -55,7 +58,6 @@ PROJECTIONS = ProjectionSet(
 WRITER_LOCKS = (REGISTRY_LOCK_KEY, SERVING_LOCK_KEY, APPEND_LOCK_KEY)
 
 
-
 def replay_sources(rewards: RewardStore) -> Callable[[Connection], dict[str, Callable[..., Any]]]:
     """The chained records a replay's projectors read, on the replay's own connection: a
     manifest's rewards by id (its three tables ask for the same ones: kept for the last few)."""
@@ -68,6 +70,15 @@ def replay_sources(rewards: RewardStore) -> Callable[[Connection], dict[str, Cal
 
     return on
 
+
+# Server event types that change no projected table, and what vouches for them instead.
+UNPROJECTED = {
+    RewardSealed.TYPE: "seals the reward chain's head into the log; the audit's reward check holds "
+                       "the chain to every seal",
+    AuditFailed.TYPE: "a report that an audit found mismatches: it changes nothing",
+    ReevaluationFinished.TYPE: "a re-scoring job's end; its progress is working state (reevaluations) "
+                               "and the rewards it wrote are chained records",
+}
 
 LOG = {"events": "the log: its hash chain, the Merkle tree over it and the signed checkpoints"}
 

@@ -1,17 +1,16 @@
-"""The trainer's entries in the log: the registry lock and one event per change.
+"""The trainer's entries in the log: the registry lock, one typed event per change, and
+the streams they go on.
 
-Every registry, run and trigger write is a row change plus an event appended in the same
-transaction, under the registry lock. The lock and the append are the same for all of
-them, so they live here.
+Every registry, run and trigger write is an event appended and projected into its rows
+in one transaction (``write``), under the registry lock. The lock and the append are the
+same for all of them, so they live here.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.engine import Connection
 
-from events.model import EventMetadata, NewEvent, RecordedEvent
+from events.model import EventMetadata
 from events.projections.model import ProjectionSet
 from events.projections.sql import Sources, append_in, write_in
 from events.server_events import E, Logged
@@ -32,18 +31,6 @@ def lock_registry(conn: Connection) -> None:
     SQLite needs nothing: the engine's BEGIN IMMEDIATE already holds the write lock.
     """
     lock_writers(conn, REGISTRY_LOCK_KEY)
-
-
-def record(
-    store: EventStore, conn: Connection, stream_id: str, event_type: str,
-    payload: dict[str, Any], actor: str, specialist: str | None = None,
-    adapter_version: str | None = None,
-) -> RecordedEvent:
-    """Append one server event inside ``conn``'s transaction and return it as stored."""
-    new = NewEvent(stream_id=stream_id, type=event_type, payload=payload,
-                   metadata=EventMetadata(actor=actor, specialist=specialist,
-                                          adapter_version=adapter_version))
-    return store.append([new], conn=conn)[0].event
 
 
 def write(store: EventStore, conn: Connection, projections: ProjectionSet, stream_id: str,

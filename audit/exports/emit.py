@@ -2,11 +2,14 @@
 
 The export resumes from a checkpoint (the last log position whose run events were all
 handed to the transport), so a periodic ``hcp lineage export openlineage`` sends each
-run event at least once; consumers de-duplicate on (runId, eventType, eventTime).
+run event at least once; consumers de-duplicate on (runId, eventType, eventTime). Each
+sink has its own checkpoint (``sink_checkpoint``): an export to one never makes another
+skip what it has not been sent.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +27,19 @@ TRANSPORT_TYPES = ("file", "http", "kafka", "console")
 class ExportReport:
     sent: int
     last_position: int  # the checkpoint to resume after
+
+
+def sink_checkpoint(transport: Mapping[str, Any]) -> str:
+    """The checkpoint of one sink: its type and where it writes (the file, the URL, the
+    Kafka servers and topic), never its credentials; long targets by their digest."""
+    kind = str(transport.get("type"))
+    target = {"file": transport.get("log_file_path"), "http": transport.get("url"),
+              "kafka": f"{(transport.get('config') or {}).get('bootstrap.servers')}/{transport.get('topic')}",
+              }.get(kind, "")
+    name = f"openlineage:{kind}:{target}"
+    if len(name) > 200:
+        name = f"openlineage:{kind}:sha256:{hashlib.sha256(str(target).encode()).hexdigest()}"
+    return name
 
 
 def client_for(transport: Mapping[str, Any]) -> OpenLineageClient:

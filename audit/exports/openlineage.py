@@ -11,11 +11,14 @@ types below becomes run events, the facts beside it read from the projections.
 | ``training.started`` | ``train.<specialist>`` | START: manifest, base model, parent adapter |
 | ``training.succeeded`` | ``train.<specialist>`` | COMPLETE: → adapters/<id> |
 | ``training.failed`` | ``train.<specialist>`` | FAIL, with the error |
+| ``alias.moved`` | ``promote.<specialist>`` | START + COMPLETE: adapters/<id> → aliases/<s>/<alias> |
 
 Datasets share the job namespace: ``events``, ``reward_records``,
 ``manifests/<manifest id>`` (version: content hash), ``adapters/<adapter id>`` (version:
-artifact sha256), ``base_models/<name>`` (version: weight hash). Run ids are the
-server's (firing and run ids are UUIDs; an evaluation's is a UUID5 of name@version).
+artifact sha256), ``base_models/<name>`` (version: weight hash),
+``aliases/<specialist>/<alias>`` (version: the adapter it points to; a move to nothing
+has no input). Run ids are the server's (firing and run ids are UUIDs; an evaluation's
+is a UUID5 of name@version, a promotion's of the alias move's position).
 """
 
 from __future__ import annotations
@@ -35,19 +38,24 @@ from openlineage.client.facet_v2 import (
 )
 from openlineage.client.generated.base import JobFacet, RunFacet
 
+from contract.events import Published, Retired
 from contract.versions import ContractVersions
 from evaluators.rewards import RewardStore
 from events.model import RecordedEvent
 from events.store import EventStore
 from trainer.datasets.members import ManifestIndex
+from trainer.registry.events import AliasMoved
 from trainer.registry.registry import Registry
+from trainer.runs.events import TrainingFailed, TrainingStarted, TrainingSucceeded
 from trainer.runs.store import Runs
+from trainer.triggers.events import TriggerFired
 
 PRODUCER = "urn:hcp:server"
 HCP_FACET_SCHEMA = "urn:hcp:openlineage:1-0-0:HcpRunFacet.json#/$defs/HcpRunFacet"
-EXPORTED_TYPES = ("contract.published", "contract.retired", "trigger.fired", "training.started",
-                  "training.succeeded", "training.failed")
+EXPORTED_TYPES = tuple(cls.TYPE for cls in (Published, Retired, TriggerFired, TrainingStarted,
+                                             TrainingSucceeded, TrainingFailed, AliasMoved))
 _EVALUATION_NS = uuid.UUID("0b6f7c3e-55d2-4c5e-8d7a-5f0e2f9c1a44")
+_PROMOTION_NS = uuid.UUID("6a1f3d52-8c0e-4b7a-9e21-3f4c5d6e7a8b")
 
 
 @attr.define
@@ -82,9 +90,10 @@ class OpenLineageEvents:
 
     def of(self, event: RecordedEvent) -> list[RunEvent]:
         """The run events one log event stands for (none for a type not exported)."""
-        handler = {"contract.published": self._published, "contract.retired": self._retired,
-                   "trigger.fired": self._fired, "training.started": self._training,
-                   "training.succeeded": self._training, "training.failed": self._training}.get(event.type)
+        handler = {Published.TYPE: self._published, Retired.TYPE: self._retired,
+                   TriggerFired.TYPE: self._fired, TrainingStarted.TYPE: self._training,
+                   TrainingSucceeded.TYPE: self._training, TrainingFailed.TYPE: self._training,
+                   AliasMoved.TYPE: self._promoted}.get(event.type)
         return handler(event) if handler else []
 
     # --- evaluation ------------------------------------------------------------------
@@ -125,7 +134,8 @@ class OpenLineageEvents:
     def _training(self, event: RecordedEvent) -> list[RunEvent]:
         run = self.runs.get(event.stream_id.split(":", 1)[1])
         base = self.registry.base_model(run.base_model)
-        inputs = [self._input(f"manifests/{run.manifest_id}"),
+        frozen = self.index.headers([run.manifest_id]).get(run.manifest_id)
+        inputs = [self._input(f"manifests/{run.manifest_id}", version=frozen[1] if frozen else None),
                   self._input(f"base_models/{base.name}", version=base.weights_sha256)]
         if run.parent_adapter_id:
             inputs.append(self._input(f"adapters/{run.parent_adapter_id}"))
@@ -135,13 +145,13 @@ class OpenLineageEvents:
         details: dict[str, Any] = {"attempt": event.payload.get("attempt"), "hyper": run.hyper}
         outputs: list[OutputDataset] = []
         state = RunState.START
-        if event.type == "training.succeeded" and run.adapter_id:
+        if event.type == TrainingSucceeded.TYPE and run.adapter_id:
             adapter = self.registry.adapter(run.adapter_id)
             outputs = [self._output(f"adapters/{adapter.adapter_id}", version=adapter.artifact_sha256)]
             details |= {"adapter_id": adapter.adapter_id, "status": adapter.registered_status,
                         "gate": adapter.metrics.get("gate")}
             state = RunState.COMPLETE
-        elif event.type == "training.failed":
+        elif event.type == TrainingFailed.TYPE:
             facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
                 message=str(event.payload.get("error") or run.error or "failed"),
                 programmingLanguage="python")
@@ -149,6 +159,26 @@ class OpenLineageEvents:
         facets["hcp"] = HcpRunFacet(kind="training", details=details)
         return [self._event(state, event, f"train.{run.specialist}", "TRAINING", run.run_id, facets,
                             inputs, outputs)]
+
+    # --- promotion ---------------------------------------------------------------------
+
+    def _promoted(self, event: RecordedEvent) -> list[RunEvent]:
+        """An alias move: the version it points the alias to is the input, the alias the
+        output (its version: that adapter id); who moved it, and why, in the facet."""
+        p = event.payload
+        specialist, alias, target = p["specialist"], p["alias"], p["adapter_id"]
+        inputs = []
+        if target is not None:
+            adapter = self.registry.adapter(target)
+            inputs = [self._input(f"adapters/{target}", version=adapter.artifact_sha256)]
+        facets: dict[str, RunFacet] = {"hcp": HcpRunFacet(kind="promotion", details={
+            "alias": alias, "adapter_id": target, "previous_adapter_id": p.get("previous_adapter_id"),
+            "move": p.get("kind", "move"), "actor": event.metadata.actor, "reason": p.get("reason")})}
+        outputs = [self._output(f"aliases/{specialist}/{alias}", version=target)]
+        run_id = str(uuid.uuid5(_PROMOTION_NS, str(event.position)))
+        job = f"promote.{specialist}"
+        return [self._event(state, event, job, "PROMOTION", run_id, facets, inputs, outputs)
+                for state in (RunState.START, RunState.COMPLETE)]
 
     # --- shapes ----------------------------------------------------------------------
 

@@ -107,9 +107,24 @@ def _manifest(doc: ProvDocument, v: VersionLineage, added: set[str]) -> str:
     return manifest
 
 
+# How an actor is named says what it is: a person at the command line, the console or the
+# demo; the server's own processes (workers, the gate, migrations); an API key, which a
+# person or a program may hold (an agent, not typed further).
+PEOPLE = ("cli:", "user:", "console:")
+SOFTWARE = ("system:", "in-process:", "gate:", "worker:", "celery:", "migration:", "script", "bench")
+
+
+def agent_type(actor: str) -> Any:
+    if actor.startswith(PEOPLE):
+        return PROV["Person"]
+    if actor.startswith(SOFTWARE):
+        return PROV["SoftwareAgent"]
+    return None
+
+
 def _agent(doc: ProvDocument, actor: str, added: set[str]) -> str:
     agent = qualified("actor", actor)
     if _once(added, agent):
-        doc.agent(agent, {"prov:type": PROV["Person"] if actor.startswith("cli:") else PROV["SoftwareAgent"],
-                          "hcp:actor": actor})
+        kind = agent_type(actor)
+        doc.agent(agent, {"hcp:actor": actor, **({"prov:type": kind} if kind is not None else {})})
     return agent

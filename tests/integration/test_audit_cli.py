@@ -58,7 +58,8 @@ def test_audits_pass_then_name_each_mismatch_and_exit_non_zero(hcp, world: World
                                      "WHERE name = 'default'"))
     failed = hcp("audit", "adapter", "coding@2")
     assert failed.exit_code == 1
-    assert "MISMATCH [adapter_versions] adapter_versions adapter_id=coding@2: parent_adapter_id" in failed.output
+    assert "MISMATCH [adapter_versions] adapter_versions adapter_id=coding@2: parent_adapter_id" \
+        in failed.output
     assert "MISMATCH [contract_versions] contract_versions name=default, version=1: document" in failed.output
     report = hcp("audit", "all", "--json")
     assert report.exit_code == 1

@@ -56,7 +56,8 @@ def kinds(events: list[dict]) -> Counter:
 
 EXPECTED = Counter({("manifest_freeze", "START"): 3, ("manifest_freeze", "COMPLETE"): 3,
                     ("training", "START"): 3, ("training", "COMPLETE"): 2, ("training", "FAIL"): 1,
-                    ("evaluation", "START"): 1, ("evaluation", "COMPLETE"): 1})
+                    ("evaluation", "START"): 1, ("evaluation", "COMPLETE"): 1,
+                    ("promotion", "START"): 2, ("promotion", "COMPLETE"): 2})
 
 
 def test_openlineage_file_export_is_valid_and_resumes(history, parts, tmp_path):
@@ -73,6 +74,15 @@ def test_openlineage_file_export_is_valid_and_resumes(history, parts, tmp_path):
     successor = next(e for e in trained if e["outputs"][0]["name"] == "adapters/coding@2")
     assert {i["name"] for i in successor["inputs"]} == {
         f"manifests/{history.successor.manifest_id}", "base_models/tiny", "adapters/coding@1"}
+    manifest_hash = parts.manifests.row(history.successor.manifest_id).content_hash
+    manifest_input = next(i for i in successor["inputs"] if i["name"].startswith("manifests/"))
+    assert manifest_input["facets"]["version"]["datasetVersion"] == manifest_hash
+    promoted = [e for e in events if e["job"]["name"] == "promote.coding" and e["eventType"] == "COMPLETE"]
+    assert [(e["inputs"][0]["name"], e["outputs"][0]["name"],
+             e["outputs"][0]["facets"]["version"]["datasetVersion"],
+             e["run"]["facets"]["hcp"]["details"]["actor"]) for e in promoted] == [
+        ("adapters/coding@1", "aliases/coding/production", "coding@1", "alice"),
+        ("adapters/coding@2", "aliases/coding/production", "coding@2", "bob")]
     assert successor["run"]["facets"]["parent"]["job"]["name"] == "freeze_manifest.coding"
     failed = next(e for e in events if e["eventType"] == "FAIL")
     assert failed["run"]["facets"]["errorMessage"]["message"] == "out of memory"
@@ -86,6 +96,10 @@ def test_openlineage_file_export_is_valid_and_resumes(history, parts, tmp_path):
     hcp("lineage", "export", "openlineage", "--file", str(target))
     added = [json.loads(line) for line in target.read_text().splitlines()[len(events):]]
     assert [(e["job"]["name"], e["eventType"]) for e in added] == [("evaluate.house", "START")]
+    # Each sink resumes from its own checkpoint: a second file gets everything.
+    other = tmp_path / "other.jsonl"
+    hcp("lineage", "export", "openlineage", "--file", str(other))
+    assert len(other.read_text().splitlines()) == len(events) + 1
 
 
 class _Collector(BaseHTTPRequestHandler):

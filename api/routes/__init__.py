@@ -16,6 +16,7 @@ from api.routes import (
     proofs,
     rewards,
     serving,
+    traces,
     webhooks,
 )
 from api.routes import registry as registry_routes
@@ -24,4 +25,4 @@ ROUTERS = [health.router, events.router, audit.router, proofs.router, contracts.
            registry_routes.router, rewards.router, dryrun.router, jobs.router, lineage.router,
            artifacts.router,
            serving.router, compare.router, policies.router, approvals.router, chat.router,
-           webhooks.router]
+           webhooks.router, traces.router]

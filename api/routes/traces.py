@@ -43,7 +43,8 @@ OTLP_BODY = {"content": {"application/x-protobuf": {"schema": {"type": "string",
 
 
 @router.post("/traces", responses={200: {"content": {"application/json": {"schema": {"type": "object"}},
-                                                     "application/x-protobuf": {}},
+                                                     "application/x-protobuf": {"schema": {
+                                                         "type": "string", "format": "binary"}}},
                                          "description": "ExportTraceServiceResponse"},
                                    **BODY, **errors(409, 413)},
              openapi_extra={"requestBody": OTLP_BODY})

@@ -109,6 +109,31 @@ def test_an_artifact_changed_on_disk_is_refused_and_its_successor_run_fails(part
     assert [a.adapter_id for a in parts.registry.adapters("coding")] == [first.adapter_id]
 
 
+def test_a_forced_rerun_that_trains_the_same_weights_is_not_registered_again(parts, trainer):
+    runner, _ = trainer
+    first = runner.run_now(parts.triggers.fire_manual("coding", "tester", "root").run_id)
+    parts.policies.configure("coding", TriggerPolicy(min_new_rewards=4, hyper=HYPER,
+                                                     gate_margin=-0.5), "tester")
+    forced = parts.triggers.fire_manual("coding", "tester", "a looser gate", force=True)
+    outcome = runner.run_now(forced.run_id)
+    assert outcome.outcome == "failed"
+    assert f"byte-identical to {first.adapter_id}" in outcome.error
+    assert "the same parent, the same training examples, the same hyper-parameters" in outcome.error
+    assert [a.adapter_id for a in parts.registry.adapters("coding")] == [first.adapter_id]
+
+
+def test_progress_counts_the_steps_the_run_plans(parts, trainer):
+    runner, _ = trainer
+    # epochs: the step count follows from the examples selected (8 train, batch 4: 2 an epoch)
+    parts.policies.configure("coding", TriggerPolicy(
+        min_new_rewards=4, hyper={**HYPER, "steps": 20, "epochs": 3}), "tester")
+    fired = parts.triggers.fire_manual("coding", "tester", "epochs")
+    assert parts.runs.get(fired.run_id).total_steps == 0  # not known before the worker plans
+    assert runner.run_now(fired.run_id).outcome == "succeeded"
+    run = parts.runs.get(fired.run_id)
+    assert run.step == run.total_steps == 6
+
+
 def test_a_run_that_would_train_on_what_a_gate_of_its_lineage_held_out_is_refused(parts, trainer):
     runner, digest = trainer
     parent = runner.run_now(parts.triggers.fire_manual("coding", "tester", "root").run_id)

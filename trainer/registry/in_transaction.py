@@ -44,6 +44,14 @@ def register_in(conn: Connection, store: EventStore, new: NewAdapter, actor: str
     return adapter_in(conn, adapter_id)
 
 
+def artifact_versions_in(conn: Connection, specialist: str, sha256: str) -> list[str]:
+    """The versions of ``specialist`` registered with artifact ``sha256``, oldest first."""
+    av = adapter_versions.c
+    query = (select(av.adapter_id).where(av.specialist == specialist, av.artifact_sha256 == sha256)
+             .order_by(av.version))
+    return list(conn.execute(query).scalars())
+
+
 def specialist_names_in(conn: Connection) -> list[str]:
     return list(conn.execute(select(specialists.c.name).order_by(specialists.c.name)).scalars())
 

@@ -15,7 +15,8 @@ PROGRESS_EVERY = 0.5  # seconds between progress writes
 
 class Heartbeats(Protocol):
     def heartbeat(self, run_id: str, owner: str, lease_seconds: float,
-                  step: int | None = None, loss: float | None = None) -> bool: ...
+                  step: int | None = None, loss: float | None = None,
+                  total: int | None = None) -> bool: ...
 
 
 class Lease:
@@ -44,9 +45,10 @@ class Lease:
         while not self._stop.wait(self.seconds / 3):
             self._beat()
 
-    def _beat(self, step: int | None = None, loss: float | None = None) -> None:
+    def _beat(self, step: int | None = None, loss: float | None = None,
+              total: int | None = None) -> None:
         try:
-            if not self.runs.heartbeat(self.run_id, self.owner, self.seconds, step, loss):
+            if not self.runs.heartbeat(self.run_id, self.owner, self.seconds, step, loss, total):
                 self.lost.set()
         except Exception:  # a database blip must not kill training; the lease may expire
             log.exception("lease renewal of run %s failed", self.run_id)
@@ -58,4 +60,4 @@ class Lease:
         # At most a few writes a second: a tiny model takes milliseconds a step.
         if step == 1 or step == total or now - self._last_progress >= PROGRESS_EVERY:
             self._last_progress = now
-            self._beat(step, loss)
+            self._beat(step, loss, total)

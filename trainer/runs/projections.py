@@ -79,5 +79,8 @@ TRAINING_RUNS = Projection(
     training_runs, (TrainingQueued, TrainingStarted, TrainingSucceeded, TrainingFailed, TrainingRequeued),
     _training_runs, guard=NO_GUARD, working={
         "step": "progress a worker heartbeats", "last_loss": "progress a worker heartbeats",
+        # with ``epochs`` the step count follows from the examples selected, so the worker
+        # sets it once it has planned the run (the queued event records 0 for it)
+        "total_steps": "the step count of the worker's plan",
         "lease_until": "the lease a live worker keeps renewing", "updated_at": "the last heartbeat"})
 RUN_PROJECTIONS = ProjectionSet(TRAINING_RUNS)

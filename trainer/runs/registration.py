@@ -10,9 +10,10 @@ from events.store import EventStore
 from trainer.journal import lock_registry
 from trainer.registry.aliases import is_protected_in, move_in
 from trainer.registry.approvals import request_in
-from trainer.registry.in_transaction import register_in
+from trainer.registry.in_transaction import artifact_versions_in, register_in
 from trainer.registry.model import CANDIDATE, PROMOTED, AdapterVersion, NewAdapter
 from trainer.registry.registry import Registry
+from trainer.runs.duplicates import DuplicateArtifact
 from trainer.runs.model import LeaseLost, TrainingRun
 from trainer.runs.store import Runs
 
@@ -29,6 +30,13 @@ class Registration:
             current = self.runs.reload_in(conn, run.run_id)
             if current.status != "running" or current.lease_owner != worker:
                 raise LeaseLost(f"run {run.run_id} is {current.status} under {current.lease_owner}")
+            # The runner refused a duplicate before its gate; a run that registered the
+            # same weights meanwhile is caught here, under the lock.
+            twins = artifact_versions_in(conn, run.specialist, new.artifact_sha256)
+            if twins:
+                raise DuplicateArtifact(f"the trained weights are byte-identical to {twins[0]} "
+                                        f"(artifact {new.artifact_sha256[:12]}…), registered while "
+                                        "this run trained; not registered again")
             alias = str(run.gate.get("alias", "production"))
             # A protected alias is not moved by the gate: the version waits as a candidate
             # with a move request that a person approves.

@@ -24,9 +24,10 @@ from trainer.gate.heldout import Gate, GateInputs
 from trainer.gate.policy import GatePolicy
 from trainer.ml.data import TrainingExample
 from trainer.ml.digest import weights_sha256
-from trainer.registry.artifacts import ArtifactStore
+from trainer.registry.artifacts import ArtifactStore, dir_sha256
 from trainer.registry.model import CANDIDATE, PROMOTED, REJECTED, AdapterStatus, NewAdapter
 from trainer.registry.registry import Registry
+from trainer.runs.duplicates import DuplicateArtifact, TrainedFrom, duplicate_reason
 from trainer.runs.lease import Lease
 from trainer.runs.model import LeaseLost, RunOutcome, TrainingRun
 from trainer.runs.registration import Registration
@@ -123,6 +124,7 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         out = Path(tmp) / "adapter"
         trained = deps.train(base.path, parent_dir, train, run.hyper, out, config.device,
                              lease.progress)
+        _refuse_duplicate(deps, run, manifest, dir_sha256(out))  # before the gate's time is spent
         parent = deps.registry.adapter(run.parent_adapter_id) if run.parent_adapter_id else None
         gate = deps.gate.judge(GateInputs(
             base.path, out, parent_dir, held_out, trained.max_len, config.device, cases,
@@ -140,6 +142,20 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         contract_versions=tuple((c["name"], c["version"]) for c in manifest.contract_versions),
         status=status)
     return deps.registration.register(run, worker, new, str(gate["reason"])).adapter_id
+
+
+def _refuse_duplicate(deps: RunnerDeps, run: TrainingRun, manifest: Manifest, address: str) -> None:
+    """Raises:
+        DuplicateArtifact: a version of the specialist already has these weights.
+    """
+    for adapter_id in deps.registry.adapter_ids_of_artifact(address):
+        other = deps.registry.adapter(adapter_id)
+        if other.specialist != run.specialist:
+            continue  # the same bytes may serve two specialists (e.g. an untrained root)
+        theirs = TrainedFrom(other.parent_adapter_id,
+                             (other.metrics.get("dataset") or {}).get("examples_sha256"), other.hyper)
+        ours = TrainedFrom(run.parent_adapter_id, manifest.examples_sha256, run.hyper)
+        raise DuplicateArtifact(duplicate_reason(address, adapter_id, ours, theirs))
 
 
 def _parent(deps: RunnerDeps, run: TrainingRun) -> tuple[Path | None, str | None]:

@@ -137,13 +137,17 @@ class Runs:
             return Claim("claimed", self.reload_in(conn, run_id))
 
     def heartbeat(self, run_id: str, owner: str, lease_seconds: float,
-                  step: int | None = None, loss: float | None = None) -> bool:
-        """Renew the lease (and record progress); False when the lease was lost."""
+                  step: int | None = None, loss: float | None = None,
+                  total: int | None = None) -> bool:
+        """Renew the lease (and record progress: the step, its loss, the plan's steps);
+        False when the lease was lost."""
         now = utcnow()
         values: dict[str, Any] = {"lease_until": now + timedelta(seconds=lease_seconds),
                                   "updated_at": now}
         if step is not None:
             values.update(step=step, last_loss=loss)
+        if total is not None:
+            values.update(total_steps=total)
         with self.engine.begin() as conn:
             held = (tr.c.run_id == run_id) & (tr.c.lease_owner == owner) & (tr.c.status == RUNNING)
             return bool(set_working_in(conn, TRAINING_RUNS, held, **values))

@@ -248,7 +248,7 @@ class Triggers:
             "run_id": run_id, "specialist": state.specialist,
             "parent_adapter_id": state.parent_adapter_id, "base_model": base,
             "manifest_id": manifest_id, "firing_id": firing_id, "hyper": hyper,
-            "gate": policy.gate.model_dump(), "total_steps": int(hyper.get("steps", 0)),
+            "gate": policy.gate.model_dump(), "total_steps": planned_steps(hyper),
             "created_by": actor,
         }, decision.reason)
         project_in(conn, TRIGGER_PROJECTIONS, fired)  # after the run: the firing row names it
@@ -291,6 +291,12 @@ def resolve_hyper(overrides: dict[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise Invalid(f"hyper-parameters: {exc}") from None
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
+
+
+def planned_steps(hyper: dict[str, Any]) -> int:
+    """The run's step count as far as the firing knows it: ``steps``, or 0 when ``epochs``
+    makes it depend on how many examples the worker selects (it records the count then)."""
+    return 0 if float(hyper.get("epochs") or 0) > 0 else int(hyper.get("steps", 0))
 
 
 def _rejections(runs: list[TrainingRun]) -> tuple[int, datetime | None]:

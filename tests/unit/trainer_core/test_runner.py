@@ -67,6 +67,9 @@ class FakeRegistry:
     def adapter(self, adapter_id: str) -> AdapterVersion:
         raise NotFound(adapter_id)
 
+    def adapter_ids_of_artifact(self, sha256: str) -> list[str]:
+        return []
+
 
 class FakeArtifacts:
     def put_dir(self, src: Path) -> ArtifactRef:
@@ -78,6 +81,9 @@ class FakeManifests:
         examples = (ManifestExample("w1", "s1", "train", "User: hi\nAssistant: ", "hello", 1.0),)
         return Manifest("coding", 0, 1, ("w1",), {"s1": []}, ({"name": "c", "version": 1, "hash": "h"},),
                         {"train": 1, "held_out": 0}, "e" * 64, examples)
+
+    def leaks(self, manifest_id: str, parent: str | None, label: str) -> list[Any]:
+        return []
 
 
 class FakeGate:

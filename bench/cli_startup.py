@@ -75,7 +75,7 @@ def seed(hcp: list[str], env: dict[str, str], data: Path) -> None:
                  ["contract", "new", "harness", "--file", str(CONTRACT)],
                  ["keys", "create", "--scope", "events:read", "--label", "bench"],
                  ["audit", "checkpoint", "create"]):
-        subprocess.run([*hcp, *argv], env=env, check=True, capture_output=True, timeout=300)
+        subprocess.run([*hcp, *argv], env=env, cwd=data, check=True, capture_output=True, timeout=300)
 
 
 def measure(hcp: list[str], env: dict[str, str],
@@ -92,9 +92,11 @@ def measure(hcp: list[str], env: dict[str, str],
 
 
 def wall(argv: list[str], env: dict[str, str]) -> float:
+    # From the data directory: `python -m` puts the working directory first on the path,
+    # and this checkout's modules must not stand in for --checkout's.
     started = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=300)
+    subprocess.run(argv, env=env, cwd=env["HCP_DATA_DIR"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=300)
     return time.perf_counter() - started
 
 

@@ -30,8 +30,8 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 
 # Always run, even on a reused venv: pip is quick when everything is satisfied, and it
 # brings an old venv back in line with pyproject.toml after dependency changes.
-step "pip install -e '.[dev,train]'"
-python -m pip install -q -e '.[dev,train]'
+step "pip install -e '.[dev,train]' -e clients/python"
+python -m pip install -q -e '.[dev,train]' -e clients/python  # hcp_client: the e2e tests and docs/client.md use it
 
 # The coding checks run model-written code behind bubblewrap; tests/redteam/ attacks it.
 if ! command -v bwrap >/dev/null; then
@@ -80,7 +80,7 @@ check() {
 }
 
 check ruff ruff check .
-check mypy mypy kernel events contract evaluators trainer audit access harness migrations hcp console api cli
+check mypy mypy kernel events contract evaluators trainer audit access harness integrations migrations hcp console api cli
 check pytest pytest -q -p no:cacheprovider tests
 
 step "summary"

@@ -4,6 +4,7 @@ from api.routes import (
     approvals,
     artifacts,
     audit,
+    base_model_artifacts,
     chat,
     compare,
     contracts,
@@ -25,4 +26,4 @@ ROUTERS = [health.router, events.router, audit.router, proofs.router, contracts.
            registry_routes.router, rewards.router, dryrun.router, jobs.router, lineage.router,
            artifacts.router,
            serving.router, compare.router, policies.router, approvals.router, chat.router,
-           webhooks.router, traces.router]
+           webhooks.router, traces.router, base_model_artifacts.router]

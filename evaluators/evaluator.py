@@ -48,7 +48,7 @@ from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
 from evaluators.scoring import ScoringVersion, score_subjects, subject_kinds
 from evaluators.subjects import SubjectReader
-from events.feed import DatabaseLogReader, KafkaRecordReader, LogReader
+from events.feed import DatabaseLogReader, KafkaRecordReader, LogReader, LogUnavailable
 from events.model import RecordedEvent
 from events.store import EventStore
 
@@ -115,14 +115,14 @@ class Evaluator:
         so a worker that found nothing new has everything it scored saved.
         """
         events = self.reader.poll(self.batch_size, timeout)
+        if not events:
+            stored = self.finish()
+            # Nothing is in flight now. A share's database reader moves past the other
+            # shares' events: keep its checkpoint up with it. A Kafka reader whose last
+            # commit failed (its broker away) tries it again. A no-op otherwise.
+            self.reader.commit()
+            return StepResult(rewards=stored)
         try:
-            if not events:
-                stored = self.saves.wait()
-                if isinstance(self.reader, DatabaseLogReader):
-                    # A share's reader moves past the other shares' events: keep the
-                    # checkpoint up with it (nothing is in flight now; a no-op otherwise).
-                    self.reader.commit()
-                return StepResult(rewards=stored)
             versions = self._versions(events)  # after the poll: see the module docstring
             subjects = self.subjects.closed_by(events, subject_kinds(versions))
             scored = score_subjects(subjects, versions)
@@ -207,13 +207,15 @@ class Evaluator:
 
     def run(self, stop: threading.Event, on_step: Callable[[StepResult], None] | None = None,
             poll_timeout: float = 1.0, max_backoff: float = 10.0) -> None:
-        """Until ``stop`` is set; the batch in flight finishes first, and its save. Database
-        failures are retried with backoff (the batch is redelivered, so nothing is skipped)."""
+        """Until ``stop`` is set; the batch in flight finishes first, and its save. Failures
+        of the database or of the log's broker are retried with backoff: a batch not
+        stored is redelivered, an offset not committed is committed at a later step (or
+        its batch redelivered), so nothing is skipped and nothing doubled."""
         backoff, busy = 0.0, False
         while not stop.is_set():
             try:
                 result = self.step(0.0 if busy else poll_timeout)
-            except DBAPIError as exc:
+            except (DBAPIError, LogUnavailable) as exc:
                 backoff = min(max(backoff * 2, 0.5), max_backoff)
                 log.warning("evaluator step failed (%s); retrying in %.1fs", exc, backoff)
                 stop.wait(backoff)

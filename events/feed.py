@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 from kafka import ConsumerRebalanceListener, OffsetAndMetadata, TopicPartition
-from kafka.errors import CommitFailedError
+from kafka.errors import CommitFailedError, KafkaError
 from sqlalchemy.engine import Connection, Engine
 
 from events.catalogue import upcast_event
@@ -68,6 +68,16 @@ class LogReader(ABC, Generic[T]):
         self.close()
 
 
+class LogUnavailable(RuntimeError):
+    """The log cannot be read or committed to now (its broker is away). Nothing is lost:
+    what was polled and not committed is committed later or comes again; try again later."""
+
+
+# How long an offset commit may wait for the broker before it counts as failed (and is
+# tried again at the next step): an unreachable broker must not hold the worker forever.
+COMMIT_TIMEOUT_MS = 30_000
+
+
 def decode_event(value: bytes) -> RecordedEvent:
     """A Kafka value back into an event, upcast like the database log's readers see it."""
     return upcast_event(event_from_bytes(value))
@@ -85,7 +95,10 @@ class KafkaRecordReader(LogReader[T]):
         self.next_offset: dict[TopicPartition, int] = {}  # what commit() will store
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[T]:
-        batches = self.consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+        try:
+            batches = self.consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+        except KafkaError as exc:
+            raise LogUnavailable(f"polling the topic failed: {exc!r}") from exc
         out: list[T] = []
         for tp, records in batches.items():
             if not records:
@@ -96,15 +109,21 @@ class KafkaRecordReader(LogReader[T]):
         return out
 
     def commit(self) -> None:
+        """Also raises ``LogUnavailable`` when the broker cannot be reached: the offsets are
+        kept, and the next ``commit`` (or poll's commit, or rewind) takes them up again.
+        Should the group rebalance meanwhile, the partitions' next owner reads from the
+        previous commit: redelivery, which idempotent consumers absorb."""
         if not self.next_offset:
             return
         offsets = {tp: OffsetAndMetadata(o, "", -1) for tp, o in self.next_offset.items()}
         try:
-            self.consumer.commit(offsets)
+            self.consumer.commit(offsets, timeout_ms=COMMIT_TIMEOUT_MS)
         except CommitFailedError as exc:
             # The group rebalanced: another member now owns these partitions and will
             # read from the previous commit. Redelivery is safe (idempotent consumers).
             log.warning("offset commit lost to a rebalance: %s", exc)
+        except KafkaError as exc:
+            raise LogUnavailable(f"the offset commit failed ({exc!r}); it is tried again") from exc
         self.forget(list(self.next_offset))
 
     def rewind(self) -> None:

@@ -6,6 +6,9 @@ a PostgreSQL 15 cluster initialised into a temporary directory (run as the ``pos
 OS user when we are root, as scripts/services.sh does) on a free port, and
 ``private_redis`` a redis-server on a free port with nothing persisted. Both are
 session-scoped (initdb takes seconds); each test takes a fresh database of its own.
+``private_kafka`` is a single-node KRaft broker of the test's own, on free ports, run
+from the jars ``scripts/services.sh up`` assembled (.hcp-services/kafka/libs), to
+``kill -9`` and start again on the same ports and data.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kernel.db import make_engine
 from tests.ports import free_port
 
 PG_BIN = Path(os.environ.get("HCP_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
+KAFKA_LIBS = Path(__file__).resolve().parents[2] / ".hcp-services" / "kafka" / "libs"
 REQUIRED = os.environ.get("HCP_TEST_REQUIRE_SERVICES") == "1"
 
 
@@ -171,3 +175,90 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
     redis = PrivateRedis(tmp_path, free_port())
     yield redis
     redis.stop()
+
+
+class PrivateKafka:
+    """A single-node KRaft broker of the test's own (the settings of scripts/services.sh,
+    on other ports); ``kill`` is ``kill -9``, ``start`` brings it back on the same data."""
+
+    def __init__(self, root: Path, port: int, controller_port: int) -> None:
+        self.root, self.port, self.controller_port = root, port, controller_port
+        self.config, self.log = root / "server.properties", root / "kafka.out"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _java(self, *args: str) -> list[str]:
+        return ["java", "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
+                "-cp", f"{KAFKA_LIBS}/*", *args]
+
+    def init(self) -> None:
+        self.config.write_text("\n".join([
+            "process.roles=broker,controller", "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={self.root / 'data'}", "num.partitions=3", "auto.create.topics.enable=true",
+            "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1", "share.coordinator.state.topic.replication.factor=1",
+            "offsets.topic.num.partitions=3", "transaction.state.log.num.partitions=3",
+            "group.initial.rebalance.delay.ms=0", ""]))
+        (self.root / "log4j2.properties").write_text(
+            "status = warn\nappender.console.type = Console\nappender.console.name = console\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = warn\nrootLogger.appenderRef.console.ref = console\n")
+        cluster = subprocess.run(self._java("kafka.tools.StorageTool", "random-uuid"), check=True,
+                                 capture_output=True, text=True, timeout=120).stdout.split()[-1]
+        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c",
+                                  str(self.config)), check=True, capture_output=True, timeout=120)
+        self.start()
+
+    def start(self, timeout: float = 120) -> None:
+        self.proc = subprocess.Popen(self._java("kafka.Kafka", str(self.config)),
+                                     stdout=self.log.open("a"), stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        wait_for(self._answers, timeout, f"the private Kafka broker on {self.bootstrap}", every=0.5)
+
+    def kill(self) -> None:
+        """SIGKILL: no controlled shutdown, as when the machine or the JVM dies."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        self.proc = None
+
+    def _answers(self) -> bool:
+        assert self.proc is not None and self.proc.poll() is None, self.log.read_text()[-3000:]
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaError
+
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=3000,
+                                     client_id="hcp-faults")
+        except KafkaError:
+            return False
+        try:
+            return bool(admin.describe_cluster().get("brokers"))
+        except KafkaError:
+            return False
+        finally:
+            admin.close()
+
+
+@pytest.fixture
+def private_kafka(tmp_path: Path) -> Iterator[PrivateKafka]:
+    if not (KAFKA_LIBS / ".pom.sha256").exists() or shutil.which("java") is None:
+        _missing(f"no Kafka jars under {KAFKA_LIBS} or no java (run scripts/services.sh up)")
+    root = tmp_path / "kafka"
+    root.mkdir()
+    broker = PrivateKafka(root, free_port(), free_port())
+    try:
+        broker.init()
+        yield broker
+    finally:
+        broker.kill()

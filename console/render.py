@@ -31,6 +31,7 @@ NAV = (("Specialists", "/console/specialists", "registry:read"),
        ("Contracts", "/console/contracts", "contracts:read"),
        ("Rewards", "/console/rewards", "rewards:read"),
        ("Sessions", "/console/sessions", "events:read"),
+       ("As of", "/console/as-of", "lineage:read"),
        ("Audit", "/console/audit", "audit:read"))
 
 # Scripts and styles only from this server (the vendored libraries included): no inline

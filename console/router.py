@@ -6,10 +6,20 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import RedirectResponse
 
-from console.pages import adapters, audit, contracts, home, rewards, sessions, specialists, static
+from console.pages import (
+    adapters,
+    audit,
+    contracts,
+    home,
+    lineage,
+    rewards,
+    sessions,
+    specialists,
+    static,
+)
 
 router = APIRouter(include_in_schema=False)
-for module in (home, specialists, adapters, contracts, rewards, sessions, audit, static):
+for module in (home, specialists, adapters, lineage, contracts, rewards, sessions, audit, static):
     router.include_router(module.router)
 
 

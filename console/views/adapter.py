@@ -8,11 +8,13 @@ from typing import Any
 from console.views.charts import bar_chart, line_chart
 from console.views.gate import gate_view
 from console.views.lineage import DEFAULT_DEPTH, graph
+from console.views.members import MemberFilter, members, selected_examples, selection
 from hcp.bootstrap import Container
 from kernel.errors import NotFound
 
 
-def adapter_page(container: Container, adapter_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
+def adapter_page(container: Container, adapter_id: str, depth: int = DEFAULT_DEPTH,
+                 with_records: bool = False) -> dict[str, Any]:
     adapter = container.registry.adapter(adapter_id)
     metrics = adapter.metrics or {}
     manifest = container.manifest_index.summaries([adapter.manifest_id]).get(adapter.manifest_id)
@@ -34,7 +36,18 @@ def adapter_page(container: Container, adapter_id: str, depth: int = DEFAULT_DEP
         "reward_count": manifest.reward_count if manifest else rewards.scored,
         "rewards_scored": rewards.scored, "depth": depth,
         "hashes": hashes(container, adapter, manifest),
+        "records": records(container, adapter_id, MemberFilter(), adapter=adapter) if with_records else None,
     }
+
+
+def records(container: Container, adapter_id: str, where: MemberFilter, after: int = 0,
+            start: int = 0, adapter: Any = None) -> dict[str, Any]:
+    """The manifest's members (a page) and the examples the run selected (a page)."""
+    adapter = adapter or container.registry.adapter(adapter_id)
+    manifest_id, chosen = adapter.manifest_id, selected_examples(container, adapter.training_run_id)
+    return {"adapter": adapter, "members": members(container, manifest_id, chosen, where, after),
+            "selection": selection(container, manifest_id, chosen, start),
+            "examples_used": (adapter.metrics or {}).get("training", {}).get("examples_used")}
 
 
 def loss_chart(curve: list[list[float]]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from console.views.serves import serves
 from hcp.bootstrap import Container
 from trainer.registry.model import AdapterVersion, AliasMove
 
@@ -27,19 +28,20 @@ def overview(container: Container) -> list[dict[str, Any]]:
     versions serving it (where the server records which version serves which specialist)."""
     serving = serving_contracts(container)
     return [{"specialist": s, "aliases": container.aliases.current(s.name),
-             "serving": serving.get(s.name) if serving is not None else None}
+             "serving": serving.get(s.name) if serving is not None else None,
+             "serves": serves(container, s.name)}
             for s in container.registry.specialists()]
 
 
-def serving_contracts(container: Container) -> dict[str, list[str]] | None:
-    """Specialist -> the ``name@version`` serving it, per contract; None when the server
-    does not record serving versions (a ``serving`` service with ``current(name)``)."""
+def serving_contracts(container: Container, at: datetime | None = None) -> dict[str, list[str]] | None:
+    """Specialist -> the ``name@version`` serving it (now, or at ``at``), per contract; None
+    when the server does not record serving versions (a ``serving`` service with ``current``)."""
     current = getattr(getattr(container, "serving", None), "current", None)
     if current is None:
         return None
     found: dict[str, list[str]] = {}
     for name in sorted({v.name for v in container.contracts.versions()}):
-        for specialist, move in current(name).items():
+        for specialist, move in current(name, at).items():
             found.setdefault(specialist, []).append(move.ref)
     return found
 
@@ -56,6 +58,7 @@ def specialist_page(container: Container, name: str, before_move: int | None = N
     return {
         "specialist": specialist,
         "serving": serving.get(name, []) if serving is not None else None,
+        "serves": serves(container, name),
         "aliases": container.aliases.current(name),
         "timeline": timeline(moves)[:PAGE],
         "periods": periods(shown),

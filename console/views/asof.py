@@ -1,0 +1,36 @@
+"""What was production at a time: every alias's target, who answered each specialist's
+requests (an adapter, or the bare base), the contract versions serving each specialist
+and the versions that scored new experience, as of any moment (``hcp lineage as-of``).
+
+Everything comes from append-only history (alias moves, serving moves, publish and retire
+times), so the answer for a moment that has passed never changes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from console.views.rewards import parse_time
+from console.views.serves import serves
+from console.views.specialists import serving_contracts
+from hcp.bootstrap import Container
+from kernel.clock import utc, utcnow
+
+
+def as_of_page(container: Container, at_text: str) -> dict[str, Any]:
+    moment = parse_time(at_text.strip(), "at") or utcnow().replace(microsecond=0)
+    state = container.as_of.at(moment)
+    specialists = [s.name for s in container.registry.specialists()]
+    return {
+        "at": state.at, "at_value": state.at.strftime("%Y-%m-%dT%H:%M:%S"), "asked": bool(at_text.strip()),
+        "aliases": [{**a.model_dump(), "before": _before(a.moved_at)} for a in state.aliases],
+        "serves": [serves(container, name, state.at) for name in specialists],
+        "serving": serving_contracts(container, state.at) or {},
+        "scoring": state.contracts,
+    }
+
+
+def _before(moment: datetime) -> str:
+    """The as-of time a second before a move: the state it replaced."""
+    return (utc(moment) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")

@@ -108,8 +108,9 @@ def _unreachable(exc: Exception) -> bool:
 def _message(exc: Exception) -> str:
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     if _unreachable(exc):
-        # SQLAlchemy appends the statement and a link; the first line says what failed.
-        text = "the database is unreachable: " + text.splitlines()[0]
+        # SQLAlchemy appends the statement and a link; the first line says what failed
+        # (a server that refuses connections, a locked SQLite file).
+        text = "the database could not answer: " + text.splitlines()[0]
     return text or type(exc).__name__
 
 

@@ -48,10 +48,10 @@ def hcp(data_dir: Path) -> Hcp:
     return run
 
 
-def real_hcp(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The installed console script, as a shell runs it."""
+def real_hcp(data_dir: Path, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a shell runs it (``settings``: HCP_* variables)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
-           "HCP_DATA_DIR": str(data_dir)}
+           "HCP_DATA_DIR": str(data_dir), **settings}
     script = Path(sys.executable).parent / "hcp"
     return subprocess.run([str(script), *args], env=env, capture_output=True, text=True, timeout=120)
 
@@ -106,6 +106,15 @@ def test_errors_under_json_are_one_json_object_on_stderr(data_dir: Path, hcp: Hc
     assert nowhere.returncode == 2 and nowhere.stdout == ""
     assert json.loads(nowhere.stderr)["error"]["code"] == "database_missing"
     assert not (data_dir / "no-such-dir").exists()
+
+
+def test_a_database_that_does_not_answer_is_5_not_a_failed_check(data_dir: Path) -> None:
+    down = {"HCP_DATABASE_URL": "postgresql+psycopg://hcp:hcp@127.0.0.1:1/hcp"}  # nothing listens
+    verified = real_hcp(data_dir, "verify", **down)
+    assert verified.returncode == 5 and "the database could not answer" in verified.stderr
+    assert "Traceback" not in verified.stderr
+    listed = real_hcp(data_dir, "contract", "list", "--json", **down)
+    assert listed.returncode == 5 and json.loads(listed.stderr)["error"]["code"] == "unavailable"
 
 
 def test_a_contract_with_problems_lists_them_all_under_json(hcp: Hcp, data_dir: Path) -> None:

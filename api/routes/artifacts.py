@@ -2,7 +2,8 @@
 file, or the whole artifact as a tar whose sha256 is sent in the headers before the body.
 
 A downloaded adapter loads with the standard tools: its adapter_config.json names the
-base model's registered directory, and hcp_training.json the base's weight hash.
+base model by its registry name (a portable reference, trainer/ml/portable.py), and the
+weights file's safetensors metadata pins the base's weight hash.
 """
 
 from __future__ import annotations

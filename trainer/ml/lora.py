@@ -23,7 +23,6 @@ from trainer.ml.data import (
     EncodedExamples,
     TrainingExample,
     encode_examples,
-    examples_sha256,
     preference_pairs,
     select_answers,
     select_weighted,
@@ -38,12 +37,12 @@ from trainer.ml.load import (
     resolve_device,
 )
 from trainer.ml.objective import batch_schedule, sliced_weighted_nll
+from trainer.ml.portable import make_portable
 from trainer.ml.preference import dpo_batches, dpo_step_loss
 
 __all__ = ["OBJECTIVES", "HyperParams", "TrainResult", "prepare_trainable_model", "train_successor"]
 
 OnStep = Callable[[int, int, float], None]  # (step starting at 1, total steps, loss)
-TRAINING_INFO_FILE = "hcp_training.json"
 
 
 @dataclass(frozen=True)
@@ -121,18 +120,13 @@ def prepare_trainable_model(
     return get_peft_model(base, config)
 
 
-def _save_adapter(model: Any, out_dir: Path, info: dict[str, Any]) -> None:
-    # The config names the base's directory, so standard loaders (AutoPeftModelForCausalLM,
-    # vLLM, TGI) resolve it; the base's weight hash, which says which weights these are
-    # wherever they are stored, is kept beside it in hcp_training.json. The price: the
-    # adapter files (and their artifact hash) name where the base was registered.
-    for cfg in model.peft_config.values():
-        cfg.base_model_name_or_path = info["base_model_path"]
+def _save_adapter(model: Any, out_dir: Path, base_dir: str | Path) -> None:
     # save_embedding_layers=False: "auto" would look the base up on the Hub.
     model.save_pretrained(str(out_dir), save_embedding_layers=False)
-    (out_dir / "README.md").unlink(missing_ok=True)  # peft's model card: boilerplate
     _sort_config_sets(out_dir / "adapter_config.json")
-    (out_dir / TRAINING_INFO_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    # The PEFT pair only, naming the base portably (its directory's name; the runner names
+    # it by its registry name) and pinning its weights (trainer.ml.portable).
+    make_portable(out_dir, Path(base_dir).name, weights_sha256(base_dir))
 
 
 def _sort_config_sets(path: Path) -> None:
@@ -166,8 +160,8 @@ def train_successor(
 
     With ``parent_adapter_dir`` None a fresh seeded LoRA is trained (a root version);
     otherwise training starts from the parent's adapter weights. ``out_dir`` must be
-    absent or empty. Besides the PEFT files it gets ``hcp_training.json`` (hyper-parameters,
-    base weight hash, example-set hash), which is deterministic too.
+    absent or empty. It gets the PEFT pair only (``trainer.ml.portable``): the config names
+    the base by its directory's name, the weights file pins the base's weight hash.
 
     Raises:
         ValueError: nothing to train on (no example passes ``min_reward``; for "dpo", no
@@ -183,14 +177,7 @@ def train_successor(
         plan = _plan(model, tokenizer, examples, hyper, dev)
         losses, seconds = _optimise(model, plan, hyper, dev, on_step)
     out.mkdir(parents=True, exist_ok=True)
-    _save_adapter(model, out, {
-        "objective": plan.name,
-        "hyper": asdict(hyper),
-        "base_model_path": str(Path(base_model_dir).resolve()),
-        "base_weights_sha256": weights_sha256(base_model_dir),
-        "examples_sha256": examples_sha256(examples),
-        "examples_used": plan.examples_used,
-    })
+    _save_adapter(model, out, base_model_dir)
     return TrainResult(
         adapter_dir=out, steps=len(plan.batches), tokens_seen=plan.tokens,
         tokens_per_s=plan.tokens / seconds if seconds > 0 else 0.0, train_seconds=seconds,

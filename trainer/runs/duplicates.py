@@ -32,6 +32,10 @@ class TrainedFrom:
 def duplicate_reason(artifact_sha256: str, version: str, ours: TrainedFrom,
                      theirs: TrainedFrom) -> str:
     """Why ``ours`` produced the weights of ``version`` (which ``theirs`` produced)."""
+    if ours.parent_adapter_id == version:
+        return (f"the trained weights are byte-identical to its parent {version} (artifact "
+                f"{artifact_sha256[:12]}…): training did not change them (no step, or no "
+                "example selected); not registered again")
     same = []
     same.append("the same parent" if ours.parent_adapter_id == theirs.parent_adapter_id
                 else f"another parent ({ours.parent_adapter_id or 'a fresh root'} vs "

@@ -24,6 +24,7 @@ from trainer.gate.heldout import Gate, GateInputs
 from trainer.gate.policy import GatePolicy
 from trainer.ml.data import TrainingExample
 from trainer.ml.digest import weights_sha256
+from trainer.ml.portable import make_portable
 from trainer.registry.artifacts import ArtifactStore, dir_sha256
 from trainer.registry.model import CANDIDATE, PROMOTED, REJECTED, AdapterStatus, NewAdapter
 from trainer.registry.registry import Registry
@@ -124,6 +125,7 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         out = Path(tmp) / "adapter"
         trained = deps.train(base.path, parent_dir, train, run.hyper, out, config.device,
                              lease.progress)
+        make_portable(out, base.name, base.weights_sha256)  # the base by its registry name
         _refuse_duplicate(deps, run, manifest, dir_sha256(out))  # before the gate's time is spent
         parent = deps.registry.adapter(run.parent_adapter_id) if run.parent_adapter_id else None
         gate = deps.gate.judge(GateInputs(

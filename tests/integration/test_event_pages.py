@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from access.keys import create_key
 from api.app import create_app
+from api.schemas.events import EventPage
 from events.model import NewEvent
 from hcp.bootstrap import Container, bootstrap
 from hcp.settings import Settings
@@ -46,6 +47,7 @@ def follow(client: TestClient, url: str, start: int) -> tuple[list[dict[str, Any
         page = client.get(url.format(after=after))
         assert page.status_code == 200, page.text
         body = page.json()
+        EventPage.model_validate(body)  # the body the OpenAPI documents
         if not body["events"]:
             return events, sizes
         events += body["events"]

@@ -23,6 +23,7 @@ from cli import (
     keys,
     lineage,
     log,
+    otlp,
     rebuild,
     registry,
     serving,
@@ -39,6 +40,7 @@ app = typer.Typer(rich_markup_mode=None, cls=HcpGroup, no_args_is_help=True,
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
 app.add_typer(webhooks.app, name="webhooks")
+app.add_typer(otlp.app, name="otlp")
 for group in (log, gateway, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
               rebuild):
     group.register(app)

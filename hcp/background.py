@@ -34,7 +34,8 @@ class InProcessWorkers:
 
     def start(self) -> None:
         for name, target in (("evaluator", self._evaluate), ("triggers", self._fire_triggers),
-                             ("webhooks", self._deliver_webhooks)):
+                             ("webhooks", self._deliver_webhooks),
+                             ("evaluations-out", self._export_evaluations)):
             thread = threading.Thread(target=target, name=f"hcp-{name}", daemon=True)
             thread.start()
             self.threads.append(thread)
@@ -60,6 +61,15 @@ class InProcessWorkers:
             self.container.integrations.deliver(self.stop)
         except Exception:
             log.exception("the in-process webhook deliverer stopped; run `hcp webhooks deliver`")
+
+    def _export_evaluations(self) -> None:
+        exporter = self.container.integrations.evaluation_exporter()
+        if exporter is None:  # HCP_OTLP_EVALUATIONS_ENDPOINT is not set
+            return
+        try:
+            exporter.run(self.stop)
+        finally:
+            exporter.close()
 
     def _fire_triggers(self) -> None:
         while not self.stop.wait(self.trigger_interval_s):

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from events.relay_lock import RelayLock
+from integrations.otlp.evaluations import EvaluationExporter
 from integrations.webhooks.deliverer import Backoff, Deliverer, HttpSender
 from integrations.webhooks.deliveries import DeliveryLog
 from integrations.webhooks.secrets import SecretBox
@@ -56,3 +57,11 @@ class Integrations:
         finally:
             lock.release()
             deliverer.sender.close()
+
+    def evaluation_exporter(self) -> EvaluationExporter | None:
+        """The exporter of reward records to HCP_OTLP_EVALUATIONS_ENDPOINT (None: not set)."""
+        c, s = self.container, self.container.settings
+        if not s.otlp_evaluations_endpoint:
+            return None
+        return EvaluationExporter(c.rewards, c.store, c.checkpoints, s.otlp_evaluations_endpoint,
+                                  s.otlp_evaluations_headers)

@@ -49,14 +49,18 @@ def adapters_list(specialist: str = typer.Option(None, "--specialist", "-s"),
 def adapters_show(adapter_id: str, as_json: bool = JsonOpt) -> None:
     """Every field of a version: lineage references, hyper-parameters, metrics; first what
     its gate decided: the test, the interval, the sample count and the seed."""
+    from trainer.gate.record import with_gate_summary
+
     with cli_container() as parts:
         adapter = parts.registry.adapter(adapter_id)
+    # The gate's per-case answers stay behind GET /v1/adapters/{id}/gate/samples, as in the API.
+    shown = with_gate_summary(adapter.to_json())
     if as_json:
-        print_json(adapter.to_json())
+        print_json(shown)
         return
-    for line in gate_summary(adapter.metrics.get("gate") or {}):
+    for line in gate_summary((shown.get("metrics") or {}).get("gate") or {}):
         typer.echo(line)
-    print_fields(adapter.to_json(), title=f"adapter {adapter.adapter_id}")
+    print_fields(shown, title=f"adapter {adapter.adapter_id}")
 
 
 def gate_summary(gate: dict[str, Any]) -> list[str]:

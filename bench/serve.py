@@ -65,11 +65,11 @@ def world(root: Path, hidden: int, layers: int) -> tuple[Any, str, list[Any]]:
     return c, key, adapters
 
 
-def serve(root: Path, port: int) -> subprocess.Popen[bytes]:
+def serve(root: Path, port: int, window_ms: float) -> subprocess.Popen[bytes]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
            "HCP_DATABASE_URL": f"sqlite:///{root / 'hcp.sqlite3'}", "HCP_DATA_DIR": str(root),
            "HCP_MODELS_DIR": str(root / "models"), "HCP_SERVING_CONTRACT": "serve",
-           "HCP_CONSOLE_SECRET": "bench", "HCP_SERVING_BATCH_WINDOW_MS": "5"}
+           "HCP_CONSOLE_SECRET": "bench", "HCP_SERVING_BATCH_WINDOW_MS": str(window_ms)}
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", "--port", str(port),
                              "--no-access-log", "--no-run-workers"], cwd=ROOT, env=env,
                             stdout=(root / "serve.log").open("wb"), stderr=subprocess.STDOUT)
@@ -143,7 +143,7 @@ def bare_tokens_per_s(c: Any, adapter_dir: Path, clients: int, max_tokens: int) 
 def mixed_vs_single(c: Any, adapters: list[Any], rows: int, max_tokens: int) -> float:
     from serving.batcher import GenJob
     from serving.choice import BaseRef
-    from serving.decode import decode_batch
+    from serving.decode import Decoding
     from serving.pool import AdapterPool
     from trainer.ml.prompts import prompt_ids
 
@@ -157,8 +157,11 @@ def mixed_vs_single(c: Any, adapters: list[Any], rows: int, max_tokens: int) -> 
     def rate(choice: list[str]) -> float:
         jobs = [GenJob(pool.base, choice[i % len(choice)], m, max_tokens,
                        prompt=prompt_ids(pool.tokenizer, "", m)) for i, m in enumerate(messages)]
-        started = time.perf_counter()
-        results = decode_batch(pool, jobs)
+        started, decoding = time.perf_counter(), Decoding(pool, 0)
+        decoding.join(jobs)
+        while decoding.alive:
+            decoding.step()
+        results = [j.future.result() for j in jobs]
         return sum(r.completion_tokens for r in results) / (time.perf_counter() - started)
 
     return rate(digests) / rate(digests[:1])
@@ -187,6 +190,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--window-ms", type=float, default=5.0, help="HCP_SERVING_BATCH_WINDOW_MS")
     args = parser.parse_args()
     import openai
 
@@ -196,7 +200,7 @@ def main() -> None:
         root = Path(tmp)
         c, key, adapters = world(root, args.hidden, args.layers)
         port = free_port()
-        proc = serve(root, port)
+        proc = serve(root, port, args.window_ms)
         try:
             client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key, max_retries=0)
             client.chat.completions.create(model="chat", messages=[{"role": "user", "content": "warm"}])

@@ -1,14 +1,15 @@
 """The embedded backend's decoding thread: concurrent requests decode in one batch,
 whatever adapter each needs.
 
-Requests wait up to ``window_s`` for others to join (one batch pays one forward pass per
-step for all of them); a batch holds up to ``max_rows`` rows of one base model, each row
-with its own adapter (PEFT's per-row ``adapter_names``, ``__base__`` for the bare base),
-temperature, token limit and stop strings, the way LoRAX and S-LoRA batch adapters. A
-row leaves the batch when it ends (end of sequence, a stop string, its limit), as in
-``harness.decode``. Requests arriving while a batch runs form the next one. Streamed
-text goes out as it is decoded, held back only where a stop string could still begin
-or a multi-byte character is incomplete.
+A batch holds up to ``max_rows`` rows of one base model, each row with its own adapter
+(PEFT's per-row ``adapter_names``, ``__base__`` for the bare base), temperature, token
+limit and stop strings, the way LoRAX and S-LoRA batch adapters. The first requests wait
+up to ``window_s`` for others to start with them; after that a request joins the running
+batch at its next step (``serving.decode``) when its adapter is loaded, else it waits
+for the batch to end (and then no other joins, so it waits one batch at most). A row
+leaves the batch, and its answer goes back, when it ends (end of sequence, a stop string,
+its limit). Streamed text goes out as it is decoded, held back only where a stop string
+could still begin or a multi-byte character is incomplete.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Batcher:
         self.max_adapters, self.window_s, self.max_rows = max_adapters, window_s, max_rows
         self.pools: dict[str, AdapterPool] = {}
         self.inbox: queue.Queue[GenJob] = queue.Queue()
+        self.pending: list[GenJob] = []  # taken from the inbox, for the next batch
         self.batches = 0  # decoded so far (tests and benches read it)
         self._thread = threading.Thread(target=self._loop, name="hcp-batcher", daemon=True)
         self._thread.start()
@@ -81,7 +83,9 @@ class Batcher:
 
     def _loop(self) -> None:
         while True:
-            jobs = [self.inbox.get()]
+            jobs, self.pending = self.pending, []
+            if not jobs:
+                jobs = [self.inbox.get()]
             deadline = time.monotonic() + self.window_s
             while len(jobs) < self.max_rows:
                 try:
@@ -95,7 +99,7 @@ class Batcher:
                 self._run(group)
 
     def _run(self, jobs: list[GenJob]) -> None:
-        from serving.decode import decode_batch
+        from serving.decode import Decoding
 
         try:
             pool = self.pool(jobs[0].base)
@@ -109,16 +113,36 @@ class Batcher:
         jobs = [j for j in jobs if self._fits(pool, j)]
         if not jobs:
             return
+        decoding, joined = Decoding(pool, jobs[0].seed or 0), list(jobs)
+        self.batches += 1
         try:
-            results = decode_batch(pool, jobs)
+            decoding.join(jobs)
+            while decoding.alive:
+                decoding.step()
+                joiners = self._joiners(pool, self.max_rows - decoding.alive) if decoding.alive else []
+                if joiners:
+                    joined += joiners
+                    decoding.join(joiners)
         except Exception as exc:  # noqa: BLE001
-            for job in jobs:
+            for job in joined:
                 if not job.future.done():
                     job.future.set_exception(exc)
-            return
-        self.batches += 1
-        for job, result in zip(jobs, results, strict=True):
-            job.future.set_result(result)
+
+    def _joiners(self, pool: AdapterPool, room: int) -> list[GenJob]:
+        """Requests that can join the running batch now: same base, adapter loaded. Once
+        one cannot, none joins until the batch ends, so it waits one batch at most."""
+        found: list[GenJob] = []
+        while len(found) < room and not self.pending:
+            try:
+                job = self.inbox.get_nowait()
+            except queue.Empty:
+                break
+            if job.base.weights_sha256 != pool.base.weights_sha256 or (
+                    job.digest is not None and job.digest not in pool.loaded):
+                self.pending.append(job)
+            elif self._fits(pool, job):
+                found.append(job)
+        return found
 
     @staticmethod
     def _fits(pool: AdapterPool, job: GenJob) -> bool:

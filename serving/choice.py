@@ -17,9 +17,7 @@ loads bytes by digest and hash-checks them when it opens them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from contract.sections import Harness
@@ -82,7 +80,11 @@ class Chooser:
                  registry: Registry, aliases: Aliases) -> None:
         self.contract, self.serving, self.contracts = contract, serving, contracts
         self.registry, self.aliases = registry, aliases
-        self._parsed: dict[int, SlotConfig] = {}  # published versions never change
+        # Published versions, registered adapter versions and base models never change
+        # (what an alias or a serving move points at does, and is read every time).
+        self._parsed: dict[int, SlotConfig] = {}
+        self._adapters: dict[str, Any] = {}
+        self._bases: dict[str, BaseRef] = {}
 
     def slots(self) -> dict[str, SlotConfig]:
         """Every specialist the serving contract serves now, with its configuration."""
@@ -133,7 +135,11 @@ class Chooser:
                   decided: Route, strategy: str = "named") -> Choice:
         config = slots[specialist]
         alias = ref.alias or config.harness.specialists[specialist].adapter_alias
-        move = self.aliases.at(specialist, alias)
+        try:
+            move = self.aliases.at(specialist, alias)
+        except NotFound:
+            raise ModelNotFound(f"specialist '{specialist}' is not in the registry "
+                                "(hcp specialists create)") from None
         if move is None or move.adapter_id is None:
             if ref.kind == "alias":
                 raise ModelNotFound(f"alias '{alias}' of '{specialist}' points nowhere")
@@ -147,20 +153,25 @@ class Chooser:
         if specialist not in slots:
             raise ModelNotFound(f"'{ref.text}' is a version of '{specialist}', which contract "
                                 f"'{self.contract}' does not serve")
-        try:
-            adapter = self.registry.adapter(adapter_id)
-        except NotFound:
-            raise ModelNotFound(f"no adapter version '{adapter_id}'") from None
+        adapter = self._adapters.get(adapter_id)
+        if adapter is None:
+            try:
+                adapter = self._adapters[adapter_id] = self.registry.adapter(adapter_id)
+            except NotFound:
+                raise ModelNotFound(f"no adapter version '{adapter_id}'") from None
         return Choice(specialist, adapter.adapter_id, adapter.adapter_id, adapter.artifact_sha256,
                       alias, self._base(adapter.base_model), slots[specialist], decided, strategy,
                       ref.text)
 
     def _base(self, name: str) -> BaseRef:
-        try:
-            entry = self.registry.base_model(name)
-        except NotFound:
-            raise ModelNotFound(f"base model '{name}' is not registered (hcp base-models)") from None
-        return BaseRef(entry.name, entry.path, entry.weights_sha256)
+        found = self._bases.get(name)
+        if found is None:
+            try:
+                entry = self.registry.base_model(name)
+            except NotFound:
+                raise ModelNotFound(f"base model '{name}' is not registered (hcp base-models)") from None
+            found = self._bases[name] = BaseRef(entry.name, entry.path, entry.weights_sha256)
+        return found
 
     def _config(self, version: int) -> SlotConfig:
         found = self._parsed.get(version)
@@ -174,5 +185,3 @@ class Chooser:
 def _named(specialist: str) -> Route:
     return Route(specialist, {}, False)
 
-
-AliasLookup = Callable[[str, str, datetime | None], Any]

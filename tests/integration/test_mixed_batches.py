@@ -4,7 +4,9 @@ request too long for the model is refused alone, the others in its batch answere
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,8 +14,8 @@ pytest.importorskip("peft")
 pytestmark = [pytest.mark.train]
 
 
-def test_four_adapters_and_the_base_share_a_batch(tmp_path: Path) -> None:
-    from serving.batcher import Batcher, GenJob, PromptTooLong
+def world(tmp_path: Path, window_s: float) -> tuple[Any, Any, list[str]]:
+    from serving.batcher import Batcher
     from serving.choice import BaseRef
     from tests.serving_world import lora_dir
     from trainer.ml.digest import weights_sha256
@@ -24,7 +26,13 @@ def test_four_adapters_and_the_base_share_a_batch(tmp_path: Path) -> None:
     store = LocalArtifactStore(tmp_path / "artifacts")
     digests = [store.put_dir(lora_dir(base_dir, tmp_path / f"a{s}", s)).sha256 for s in range(4)]
     base = BaseRef("tiny", str(base_dir), weights_sha256(base_dir))
-    batcher = Batcher(store.open_dir, "cpu", "fp32", 8, window_s=0.5, max_rows=16)
+    return Batcher(store.open_dir, "cpu", "fp32", 8, window_s=window_s, max_rows=16), base, digests
+
+
+def test_four_adapters_and_the_base_share_a_batch(tmp_path: Path) -> None:
+    from serving.batcher import GenJob, PromptTooLong
+
+    batcher, base, digests = world(tmp_path, 0.5)
     messages = [{"role": "user", "content": "hello there"}]
     alone = {d: batcher.submit(GenJob(base, d, messages, 10)).result().text for d in [None, *digests]}
     assert len(set(alone.values())) == 5  # every adapter answers differently
@@ -36,3 +44,25 @@ def test_four_adapters_and_the_base_share_a_batch(tmp_path: Path) -> None:
     assert batcher.batches == before + 1  # one batch for all nine
     with pytest.raises(PromptTooLong, match="exceeds the model's context of 512"):
         refused.result()
+
+
+def test_requests_join_a_running_batch_and_answer_as_alone(tmp_path: Path) -> None:
+    from serving.batcher import GenJob
+
+    batcher, base, digests = world(tmp_path, 0.0)
+    asks = [("hello there", digests[0], 40), ("a much longer question, padded differently",
+                                              digests[1], 6), ("hi", None, 9), ("ok?", digests[2], 12)]
+
+    def job(text: str, digest: str | None, n: int, **kw: Any) -> GenJob:
+        return GenJob(base, digest, [{"role": "user", "content": text}], n, **kw)
+
+    alone = [batcher.submit(job(*a)).result().text for a in asks]
+    started = threading.Event()
+    first = batcher.submit(job(*asks[0], on_delta=lambda _: started.set()))
+    assert started.wait(30)
+    before = batcher.batches
+    later = [batcher.submit(job(*a)) for a in asks[1:]]
+    texts = [f.result().text for f in [first, *later]]
+    assert texts == alone
+    assert batcher.batches == before  # they joined the batch the first one was decoding in
+    assert later[0].done() and later[0].result().seconds < first.result().seconds

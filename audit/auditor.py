@@ -51,8 +51,10 @@ class Auditor:
     def everything(self, verifier: VerifierKey | None = None,
                    on_progress: Progress | None = None) -> AuditReport:
         """Every projected table replayed from the log, the log's agreement with itself, the
-        chained records, the artifacts, and the whole log against every checkpoint."""
+        chained records, the artifacts, and the whole log against every checkpoint (its
+        signatures with ``verifier``, by default the server's own key when it has one)."""
         src, run = self.src, Run("all", on_progress)
+        verifier = verifier or src.verifier
         of = src.store.of_types
         check_projections(src, run)
         contract_events = of(CONTRACT_TYPES)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from events.ingest import Author, ClientEvent
+from events.ingest import Author, BatchRejected, ClientEvent
 from harness.session import storable
 from kernel.errors import DomainError
 from serving.batcher import Delta, GenResult
@@ -102,6 +102,8 @@ class ChatGateway:
     def record(self, events: Sequence[ClientEvent], author: Author) -> None:
         try:
             self.record_events(events, author)
+        except BatchRejected:
+            raise  # the client's content is what the log refuses (too large): its 4xx
         except Exception as exc:
             log.exception("recording a chat exchange failed")
             raise RecordingFailed(f"the exchange could not be recorded, so it is not served: "

@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING
 import typer
 
 from cli.common import cli_container
-from cli.output import JsonOpt, command_group, print_json, print_table, progress_console, table
+from cli.output import (
+    JsonOpt,
+    cli_actor,
+    command_group,
+    print_json,
+    print_table,
+    progress_console,
+    table,
+)
 from kernel.errors import Invalid
 
 if TYPE_CHECKING:
@@ -44,7 +52,7 @@ def audit_adapter(adapter_id: str = typer.Argument(..., help="SPECIALIST@VERSION
     """Audit a version and its whole ancestry; exit 1 naming every mismatch."""
     verifier = load_verifier(key)
     with cli_container() as c:
-        report = c.auditor.adapter(adapter_id, verifier)
+        report, _ = c.audit_runs.adapter(adapter_id, cli_actor(), "cli", verifier)  # stored in the log
     emit(report, as_json)
 
 
@@ -63,7 +71,7 @@ def audit_all(as_json: bool = JsonOpt, key: str = typer.Option(None, help=KEY_HE
                 tasks[check] = bar.add_task(check, total=max(total, 1))
             bar.update(tasks[check], completed=done, total=max(total, 1))
 
-        report = c.auditor.everything(verifier, on_progress)
+        report, _ = c.audit_runs.everything(cli_actor(), "cli", verifier, on_progress)  # stored in the log
     emit(report, as_json)
 
 

@@ -9,6 +9,7 @@ from fastapi.responses import RedirectResponse
 from console.pages import (
     adapters,
     audit,
+    audit_files,
     contracts,
     home,
     lineage,
@@ -19,7 +20,8 @@ from console.pages import (
 )
 
 router = APIRouter(include_in_schema=False)
-for module in (home, specialists, adapters, lineage, contracts, rewards, sessions, audit, static):
+for module in (home, specialists, adapters, lineage, contracts, rewards, sessions, audit, audit_files,
+               static):
     router.include_router(module.router)
 
 

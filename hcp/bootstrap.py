@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from audit.keys import SigningKey, VerifierKey
     from audit.lineage import Lineage
     from audit.proofs import Proofs
+    from audit.runs import AuditRuns
     from audit.signer import CheckpointSigner
     from audit.upstream import Upstream
     from evaluators.seal import RewardSeals
@@ -175,6 +176,13 @@ class Container(Services):
         from audit.jobs import AuditJobs
 
         return AuditJobs()
+
+    @cached_property
+    def audit_runs(self) -> AuditRuns:
+        """Audits run and kept in the log (``audit.completed``): the CLI, API and console."""
+        from audit.runs import AuditRuns
+
+        return AuditRuns(self.store, lambda: self.auditor)
 
     # --- integrations ------------------------------------------------------------------
 

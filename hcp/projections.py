@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection
 
 from access.key_log import API_KEYS
 from audit.events import AuditFailed
+from audit.runs import AuditCompleted
 from contract.projections import CONTRACT_SERVING_MOVES, CONTRACT_VERSIONS
 from contract.serving import SERVING_LOCK_KEY
 from evaluators.chain import RewardSealed
@@ -76,6 +77,8 @@ UNPROJECTED = {
     RewardSealed.TYPE: "seals the reward chain's head into the log; the audit's reward check holds "
                        "the chain to every seal",
     AuditFailed.TYPE: "a report that an audit found mismatches: it changes nothing",
+    AuditCompleted.TYPE: "an audit run and its report, kept as history (the console lists them): "
+                         "it changes nothing",
     ReevaluationFinished.TYPE: "a re-scoring job's end; its progress is working state (reevaluations) "
                                "and the rewards it wrote are chained records",
 }

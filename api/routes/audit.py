@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from api.deps import AuditJobsDep, AuditorDep, AuditRead, EventsRead, StoreDep
+from api.deps import AuditJobsDep, AuditRead, ContainerDep, EventsRead, StoreDep
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.audit import AuditJobIn, AuditJobOut, AuditReportOut
@@ -30,22 +30,25 @@ def verify_log(store: StoreDep, principal: AuditRead) -> VerifyOut:
 
 
 @router.get("/audit/adapters/{adapter_id}", response_model=AuditReportOut, responses=errors(404))
-def audit_adapter(adapter_id: str, auditor: AuditorDep, _: AuditRead) -> dict[str, Any]:
+def audit_adapter(adapter_id: str, container: ContainerDep, principal: AuditRead) -> dict[str, Any]:
     """Audit a version and its whole ancestry against the log (200 with ``ok`` false and
-    every mismatch named when something was altered)."""
-    return auditor.adapter(adapter_id).to_json()
+    every mismatch named when something was altered); the run is kept in the log."""
+    report, _ = container.audit_runs.adapter(adapter_id, principal.actor, "api")
+    return report.to_json()
 
 
 @router.post("/audit/runs", response_model=AuditJobOut, status_code=202, responses=BODY)
-def start_audit(body: AuditJobIn, auditor: AuditorDep, jobs: AuditJobsDep, _: AuditRead) -> dict[str, Any]:
+def start_audit(body: AuditJobIn, container: ContainerDep, jobs: AuditJobsDep,
+                principal: AuditRead) -> dict[str, Any]:
     """Start an audit in the background (``all`` takes long on a large log); follow it at
-    GET /v1/audit/runs/{job_id}."""
+    GET /v1/audit/runs/{job_id}. The run is kept in the log when it ends."""
+    runs, actor = container.audit_runs, principal.actor
     if body.scope == "adapter":
         adapter_id = str(body.adapter_id)
-        job = jobs.start(f"adapter {adapter_id}",
-                         lambda progress: auditor.adapter(adapter_id, on_progress=progress))
+        job = jobs.start(f"adapter {adapter_id}", lambda progress: runs.adapter(
+            adapter_id, actor, "api", on_progress=progress)[0])
     else:
-        job = jobs.start("all", lambda progress: auditor.everything(on_progress=progress))
+        job = jobs.start("all", lambda progress: runs.everything(actor, "api", on_progress=progress)[0])
     return job.to_json()
 
 

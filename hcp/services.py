@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from events.model import RecordedEvent
     from events.relay import OutboxFeed
     from events.session_search import SessionSearch
-    from events.session_search import SessionSearch
     from events.store import Appender, EventStore
     from harness.checks.sandbox import CodeSandbox
     from hcp.health import DependencyProbes
@@ -91,13 +90,6 @@ class Services:
 
         store = self.store
         return GroupCommit(store) if isinstance(store, SqlEventStore) else store
-
-    @cached_property
-    def session_search(self) -> SessionSearch:
-        """Sessions by tenant, specialist, adapter version and outcome (the console's list)."""
-        from events.session_search import SessionSearch
-
-        return SessionSearch(self.engine)
 
     @cached_property
     def session_search(self) -> SessionSearch:

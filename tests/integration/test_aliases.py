@@ -94,6 +94,15 @@ def test_a_protected_alias_moves_only_with_another_keys_approval(parts, versions
                           "alias.moved"]
 
 
+def test_the_gate_of_the_run_moves_an_auto_promoted_alias_under_its_policys_author(parts, versions):
+    parts.policies.configure("chat", TriggerPolicy(min_new_rewards=1, auto_promote=True), "key:ops")
+    run_id = parts.triggers.fire_manual("chat", "t", "successor").run_id
+    promoted = fake_train(parts, run_id, status="promoted")
+    move = parts.aliases.at("chat", "production")
+    assert move.adapter_id == promoted.adapter_id and move.actor == f"gate:{run_id}"
+    assert f"auto-promoted by the gate of run {run_id} (policy api, set by key:ops)" in move.reason
+
+
 def test_a_protected_alias_holds_an_auto_promotion_and_a_rollback_for_approval(parts, versions):
     one, two, _ = versions
     parts.aliases.move("chat", "production", one, "t", "first")
@@ -105,7 +114,7 @@ def test_a_protected_alias_holds_an_auto_promotion_and_a_rollback_for_approval(p
     held = fake_train(parts, run_id, status="promoted")
     assert held.status == "candidate" and parts.aliases.at("chat", "production").adapter_id == one
     [pending] = parts.approvals.pending("chat")
-    assert pending.adapter_id == held.adapter_id and pending.requested_by == "worker-1"
+    assert pending.adapter_id == held.adapter_id and pending.requested_by == f"gate:{run_id}"
     parts.approvals.approve(pending.request_id, "operator", "reviewed the gate")
     assert parts.aliases.at("chat", "production").adapter_id == held.adapter_id
 

@@ -48,7 +48,7 @@ def judge(successor: GateMetrics, parent: GateMetrics, policy: GatePolicy) -> di
         return {"promote": False, "reason": "; ".join(failures), "comparison": comparison}
     return {"promote": True, "comparison": comparison,
             "reason": f"held-out margin {successor.heldout_margin:.4f} vs parent "
-                      f"{parent.heldout_margin:.4f} (+{delta:.4f} > {policy.margin}); "
+                      f"{parent.heldout_margin:.4f} ({delta:+.4f} > {policy.margin:+g}); "
                       "no gated criterion regressed"}
 
 
@@ -97,7 +97,7 @@ def _decides(policy: GatePolicy, ours: float, theirs: float, stats: dict[str, An
     mean = f"rollout reward {ours:.4f} vs parent {theirs:.4f}"
     if policy.test == "margin":
         ok = same_n and delta > policy.margin
-        return ok, (f"{mean} (+{delta:.4f} > {policy.margin})" if ok else
+        return ok, (f"{mean} ({delta:+.4f} > {policy.margin:+g})" if ok else
                     f"rollout reward {ours:.4f} is not more than {policy.margin} above the "
                     f"parent's {theirs:.4f}")
     if not stats:

@@ -39,6 +39,9 @@ class TrainingQueued(RunEvent):
     reason: str
     gate: dict[str, Any] | None = Field(description="The gate's settings; None: written by version 1")
     total_steps: int | None = Field(description="None: written by version 1")
+    policy_source: str | None = Field(None, description="Where the trigger policy came from: api, "
+                                      "contract:<name>@<version>, none")
+    policy_author: str | None = Field(None, description="Who set that policy")
 
 
 class TrainingStarted(RunEvent):

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
+from events.server_events import logged
 from events.store import EventStore
-from trainer.journal import lock_registry
+from trainer.journal import lock_registry, run_stream
 from trainer.registry.aliases import is_protected_in, move_in
 from trainer.registry.approvals import request_in
 from trainer.registry.in_transaction import artifact_versions_in, register_in
 from trainer.registry.model import CANDIDATE, PROMOTED, AdapterVersion, NewAdapter
 from trainer.registry.registry import Registry
 from trainer.runs.duplicates import DuplicateArtifact
+from trainer.runs.events import TrainingQueued
 from trainer.runs.model import LeaseLost, TrainingRun
 from trainer.runs.store import Runs
 
@@ -46,10 +48,24 @@ class Registration:
             self.runs.succeed_in(conn, run.run_id, worker, adapter.adapter_id, {
                 "status": new.status, "artifact_sha256": new.artifact_sha256, "gate_reason": reason,
             })
-            if new.status == PROMOTED:
-                move_in(conn, self.store, run.specialist, alias, adapter.adapter_id, worker,
-                        f"auto-promoted by run {run.run_id}: {reason}")
+            if new.status == PROMOTED:  # the gate moves it, under the policy someone set
+                move_in(conn, self.store, run.specialist, alias, adapter.adapter_id, gate_actor(run),
+                        f"auto-promoted by the gate of run {run.run_id} "
+                        f"({self._policy_of(conn, run)}): {reason}")
             elif held:
-                request_in(conn, self.store, run.specialist, alias, adapter.adapter_id, worker,
+                request_in(conn, self.store, run.specialist, alias, adapter.adapter_id, gate_actor(run),
                            f"the gate passed run {run.run_id} ({reason}); {alias} is protected")
         return self.registry.adapter(adapter.adapter_id)  # as committed, with contract hashes
+
+    def _policy_of(self, conn: Connection, run: TrainingRun) -> str:
+        """Whose policy the run's gate applied, as its ``training.queued`` recorded it."""
+        found = self.store.of_types([TrainingQueued.TYPE], [run_stream(run.run_id)], conn=conn)
+        queued = logged(found[0]).event if found else None
+        if not isinstance(queued, TrainingQueued) or queued.policy_source is None:
+            return "policy not recorded"
+        return f"policy {queued.policy_source}, set by {queued.policy_author or 'nobody known'}"
+
+
+def gate_actor(run: TrainingRun) -> str:
+    """Who promotes when the gate does: the gate of that run, not the worker process."""
+    return f"gate:{run.run_id}"

@@ -68,7 +68,9 @@ class Runs:
             run_id=values["run_id"], parent_adapter_id=values["parent_adapter_id"],
             base_model=values["base_model"], manifest_id=values["manifest_id"],
             firing_id=values["firing_id"], hyper=values["hyper"], reason=reason,
-            gate=values["gate"], total_steps=values["total_steps"]), values["created_by"])
+            gate=values["gate"], total_steps=values["total_steps"],
+            policy_source=values.get("policy_source"), policy_author=values.get("policy_author")),
+            values["created_by"])
         return self.reload_in(conn, values["run_id"])
 
     def get(self, run_id: str) -> TrainingRun:

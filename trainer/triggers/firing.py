@@ -249,7 +249,7 @@ class Triggers:
             "parent_adapter_id": state.parent_adapter_id, "base_model": base,
             "manifest_id": manifest_id, "firing_id": firing_id, "hyper": hyper,
             "gate": policy.gate.model_dump(), "total_steps": planned_steps(hyper),
-            "created_by": actor,
+            "created_by": actor, "policy_source": policy.source, "policy_author": policy.author,
         }, decision.reason)
         project_in(conn, TRIGGER_PROJECTIONS, fired)  # after the run: the firing row names it
         return firing_from_row(conn.execute(select(trigger_firings).where(

@@ -33,6 +33,7 @@ class Policy:
     contract: str | None = None  # only rewards made under this contract count
     base_model: str | None = None  # of root versions
     gate: GatePolicy = field(default_factory=GatePolicy)
+    author: str | None = None  # who set it: the API key, or the contract version's publisher
 
     @property
     def enabled(self) -> bool:
@@ -48,7 +49,7 @@ class Policy:
         return floor.window if floor else DEFAULT_REWARD_WINDOW
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "policy": self.rule.model_dump(mode="json"),
+        return {"source": self.source, "author": self.author, "policy": self.rule.model_dump(mode="json"),
                 "resolved": {"contract": self.contract, "base_model": self.base_model,
                              "gate": self.gate.model_dump()}}
 

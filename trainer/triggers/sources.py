@@ -13,6 +13,7 @@ Both sources hold the same document (``contract.policy.TriggerPolicy``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -68,23 +69,31 @@ class Policies:
     def effective_in(self, conn: Connection, specialist: str) -> Policy:
         """The policy in force for ``specialist`` (read inside ``conn``'s transaction)."""
         require_specialist_in(conn, specialist)
-        configured = _latest_config(conn, specialist)
+        configured, author = _latest_row(conn, specialist)
         if configured is not None:
-            return resolve(stored_rule(configured), "api")
+            return replace(resolve(stored_rule(configured), "api"), author=author)
         for version in self.contracts.latest_published_each(conn):
             parsed = _parsed(version.name, version.version, version.content_hash, version.document)
             policy = policy_from_contract(parsed, specialist, version.ref) if parsed else None
             if policy is not None:
-                return policy
+                return replace(policy, author=version.published_by or version.created_by)
         return NO_POLICY
 
 
 def _latest_config(conn: Connection, specialist: str) -> dict[str, Any] | None:
     """The API-set policy in force (None: never set, or dropped by the latest row)."""
-    config = conn.execute(
-        select(trigger_policies.c.config).where(trigger_policies.c.specialist == specialist)
-        .order_by(trigger_policies.c.position.desc()).limit(1)).scalar()
-    return config if isinstance(config, dict) else None
+    return _latest_row(conn, specialist)[0]
+
+
+def _latest_row(conn: Connection, specialist: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(the API-set policy in force, who set it); (None, None) when none is."""
+    row = conn.execute(
+        select(trigger_policies.c.config, trigger_policies.c.actor)
+        .where(trigger_policies.c.specialist == specialist)
+        .order_by(trigger_policies.c.position.desc()).limit(1)).first()
+    if row is None or not isinstance(row.config, dict):
+        return None, None
+    return row.config, row.actor
 
 
 def stored_rule(config: dict[str, Any]) -> TriggerPolicy:

@@ -134,7 +134,7 @@ def demo_data(container: Any, sessions: int) -> dict[str, Any]:
         "successor": successor, "draft": waiting.version,
         "keys": {"admin": container.keys.create(["admin"], "ops"),
                  "auditor": container.keys.create(["registry:read", "contracts:read", "rewards:read",
-                                                   "events:read", "audit:read"], "auditor"),
+                                                   "events:read", "audit:read", "lineage:read"], "auditor"),
                  "viewer": container.keys.create(["registry:read"], "viewer")},
     }
 
@@ -186,6 +186,15 @@ class Browser:
         self.page.goto(self.base + path)
         self.page.wait_for_load_state("networkidle")
         return self.page
+
+    def tab_to(self, selector: str, presses: int = 80) -> None:
+        """Keyboard only: Tab until the element ``selector`` names has the focus."""
+        target = self.page.locator(selector).first
+        for _ in range(presses):
+            if target.evaluate("el => el === document.activeElement"):
+                return
+            self.page.keyboard.press("Tab")
+        raise AssertionError(f"{selector} never got the keyboard focus")
 
     def check_accessibility(self) -> None:
         problems = self.page.evaluate(A11Y_CHECK)

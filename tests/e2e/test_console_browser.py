@@ -11,19 +11,24 @@ $HCP_TEST_ARTIFACTS/console/).
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from api.app import create_app
+from audit.keys import SigningKey
+from audit.verify import InclusionBundle, verify_inclusion_bundle
 from hcp import migrate
 from tests.e2e.console_browser import ARTIFACTS, chromium, demo_data, require_browser, serve
 from tests.unit.trainer_core.fixtures import make_container
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 SESSIONS = int(os.environ.get("HCP_CONSOLE_TEST_SESSIONS", "120"))
+CHECKPOINT_KEY = SigningKey.generate("hcp.console-browser/log")
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +41,9 @@ def site(tmp_path_factory):
     url = f"sqlite:///{data_dir / 'hcp.sqlite3'}"
     migrate.upgrade(url)
     container = make_container(url, data_dir)
+    key_file = data_dir / "checkpoint.key"
+    key_file.write_text(CHECKPOINT_KEY.skey() + "\n")
+    container.settings = container.settings.model_copy(update={"checkpoint_key_file": key_file})
     data = demo_data(container, SESSIONS)
     with serve(create_app(container)) as base, sync_playwright() as playwright:
         yield {"base": base, "playwright": playwright, "container": container, **data}
@@ -58,6 +66,9 @@ def pages_of(site) -> dict[str, str]:
         "rewards": "/console/rewards?specialist=" + adapter.specialist,
         "rewards-compare": "/console/rewards?compare=contract&a=default@1&b=default@2",
         "sessions": "/console/sessions", "audit": "/console/audit",
+        "sessions-filtered": f"/console/sessions?specialist={adapter.specialist}&outcome=success",
+        "adapter-members": f"/console/adapters/{adapter.adapter_id}/members?split=held_out",
+        "as-of": "/console/as-of",
     }
 
 
@@ -219,3 +230,119 @@ def test_signing_in_keeps_the_key_out_of_urls_and_scripts(site):
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/console"
         assert page.evaluate("document.cookie") == ""  # HttpOnly: scripts cannot read it
         assert ARTIFACTS.exists()
+
+
+GRAPH = "window.hcpConsole.graphs['lineage-graph']"
+
+
+def test_the_lineage_graph_reads_at_1360_px_and_works_by_keyboard(site):
+    adapter = site["successor"]
+    with as_role(site, "auditor") as browser:
+        page = browser.open(f"/console/adapters/{adapter.adapter_id}")
+        page.wait_for_function(f"() => window.hcpConsole && {GRAPH}")
+        assert page.evaluate(f"{GRAPH}.zoom()") * 13 >= 11  # labels 11 px or more on screen
+        boxes = page.evaluate(f"{GRAPH}.nodes().map(n => [n.id(), n.renderedBoundingBox("
+                              "{includeLabels: true, includeOverlays: false})])")
+        overlapping = [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:]
+                       if p["x1"] < q["x2"] and q["x1"] < p["x2"] and p["y1"] < q["y2"] and q["y1"] < p["y2"]]
+        assert overlapping == []  # no label covers another
+
+        browser.tab_to("#lineage-graph")
+        graph = page.locator("#lineage-graph")
+        assert graph.evaluate("g => getComputedStyle(g).outlineStyle") != "none"  # focus is visible
+        assert page.evaluate("window.hcpConsole.keyboard['lineage-graph']") == adapter.adapter_id
+        page.keyboard.press("ArrowLeft")
+        assert page.evaluate("window.hcpConsole.keyboard['lineage-graph']") == adapter.parent_adapter_id
+        assert adapter.parent_adapter_id in page.locator("#graph-announce").inner_text()
+        page.keyboard.press("ArrowUp")  # the parent's training run: Enter shows its hashes
+        assert page.evaluate("window.hcpConsole.keyboard['lineage-graph']").startswith("run:")
+        page.keyboard.press("Enter")
+        assert "run id" in page.locator("#graph-details").inner_text()
+        browser.screenshot("adapter-graph-keyboard")
+        page.keyboard.press("Home")
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("Enter")  # opens the parent's page
+        page.wait_for_url(re.compile(re.escape(adapter.parent_adapter_id.replace("@", "%40")) + "|"
+                                     + re.escape(adapter.parent_adapter_id)))
+        assert browser.errors == []
+
+
+def test_an_auditor_follows_records_sessions_and_time_without_the_cli(site):
+    adapter, container = site["successor"], site["container"]
+    with as_role(site, "auditor") as browser:
+        page = browser.open(f"/console/adapters/{adapter.adapter_id}")
+        assert page.locator("#members-table tbody th a").count() >= 1
+        page.select_option("#members-split", "held_out")
+        page.get_by_role("button", name="Filter members").click()
+        splits = "[...document.querySelectorAll('#members-table tbody tr td:nth-child(4)')]"
+        page.wait_for_function(f"() => {splits}.every(td => td.textContent === 'held_out')")
+        assert page.locator("#members-table tbody th a").count() >= 1
+        assert page.locator("#selected-table").count() + page.locator("#selected-none").count() == 1
+        browser.check_accessibility()
+        browser.screenshot("adapter-members")
+
+        link = page.locator("#members-table tbody th a").first
+        reward_id = link.get_attribute("href").split("#reward-")[1]
+        with page.expect_navigation():
+            link.click()
+        assert page.locator(f"[id='reward-{reward_id}']").count() == 1  # the member's reward record
+        assert page.locator("#session-tenant").inner_text().startswith("none")
+        downstream = page.locator("#downstream-manifests").inner_text()
+        assert adapter.manifest_id[:12] in downstream and adapter.adapter_id in downstream
+        browser.check_accessibility()
+        browser.screenshot("session-downstream")
+
+        page = browser.open("/console/sessions")
+        page.select_option("#f-specialist", adapter.specialist)
+        page.fill("#f-outcome", "failure")
+        browser.tab_to("form.filters button[type=submit]")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        specialists = page.locator("tbody tr td:nth-child(4)").all_inner_texts()
+        outcomes = page.locator("tbody tr td:nth-child(7)").all_inner_texts()
+        assert specialists and set(specialists) == {adapter.specialist} and set(outcomes) == {"failure"}
+        browser.screenshot("sessions-filtered-by-keyboard")
+
+        first = container.aliases.history(adapter.specialist, "production", 1000)[-1]
+        page = browser.open("/console/as-of")
+        page.fill("#as-of-at", (first.moved_at - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S"))
+        with page.expect_navigation():
+            page.get_by_role("button", name="Show").click()
+        row = page.locator("#asof-serves ~ table tr", has_text=adapter.specialist).first.inner_text()
+        assert "the bare base model hcp-tiny" in row
+        assert "default@1" in page.locator("main").inner_text()
+        browser.check_accessibility()
+        browser.screenshot("as-of-before-the-first-promotion")
+        assert browser.errors == []
+    with as_role(site, "viewer") as browser:
+        page = browser.open("/console/specialists")
+        assert "the bare base model hcp-tiny" in page.locator("tr", has_text="chat").first.inner_text()
+
+
+def test_an_operator_runs_the_audit_and_takes_a_proof_away(site):
+    container = site["container"]
+    with as_role(site, "admin") as browser:
+        page = browser.open("/console/audit")
+        page.locator("#start-audit").click()
+        page.locator("#stored-run").wait_for(timeout=180_000)
+        assert "audit ok" in page.locator("#audit-job").inner_text()
+        with page.expect_navigation():
+            page.locator("#stored-run").click()
+        assert page.locator("h1").inner_text().endswith("ok")
+        assert "key:ops" in page.locator("dl.facts").inner_text()
+        browser.check_accessibility()
+        browser.screenshot("audit-run")
+
+        page = browser.open("/console/audit")
+        with page.expect_navigation():
+            page.locator("#sign-checkpoint").click()
+        event = container.store.read_all(limit=1)[0]
+        page.fill("#proof-event", str(event.event_id))
+        with page.expect_download() as info:
+            page.get_by_role("button", name="Download the inclusion proof").click()
+        bundle = json.loads(Path(info.value.path()).read_text())
+        proven = verify_inclusion_bundle(InclusionBundle.from_json(bundle), CHECKPOINT_KEY.verifier())
+        assert proven.size >= event.position
+        browser.check_accessibility()
+        browser.screenshot("audit")
+        assert browser.errors == []

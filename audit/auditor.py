@@ -26,6 +26,7 @@ from audit.sources import (
     Progress,
     Run,
     check_projections,
+    check_training_examples,
     rebuild_manifests,
     rehash_artifacts,
 )
@@ -76,6 +77,9 @@ class Auditor:
                                               of([training.FIRED]), run))
         run.check(heldout.NAME, heldout.TABLE, heldout.AGAINST, lambda f:
                   heldout.check_held_out(f, src.registry.adapters(), src.manifests))
+        run.check("training_examples", "training.succeeded events", "the examples each run records, "
+                  "selected again from its rebuilt manifest",
+                  lambda f: check_training_examples(src, f, of([training.QUEUED, training.SUCCEEDED])))
         run.check("artifacts", "adapter_versions.artifact_sha256", "the artifact store, re-hashed",
                   lambda f: rehash_artifacts(src, f, src.registry.adapters(), run))
         run.check("event_log", "events, merkle_nodes, audit_checkpoints", "the hash chain; every signed "

@@ -22,6 +22,8 @@ from events.projections.compare import TableCheck
 from events.projections.rebuild import Rebuilder
 from events.store import EventStore
 from kernel.clock import utcnow
+from kernel.errors import Conflict, NotFound
+from trainer.datasets.manifest import Manifest
 from trainer.datasets.manifests import Manifests
 from trainer.registry.artifacts import ArtifactCorrupted, ArtifactNotFound, ArtifactStore
 from trainer.registry.records import RegistryRecords
@@ -131,3 +133,18 @@ def _findings(rebuilder: Rebuilder, check: TableCheck, seconds: float) -> Findin
     for why, count in sorted(check.bounded.items()):
         found.note(f"{count} value(s) only bounded by the log: {why}")
     return found
+
+
+def check_training_examples(src: AuditSources, f: Findings, events: list[RecordedEvent]) -> None:
+    """Which examples each run trained on, derived again from its rebuilt manifest."""
+    rebuilt: dict[str, Manifest | str] = {}
+
+    def manifest(manifest_id: str) -> Manifest | str:
+        if manifest_id not in rebuilt:
+            try:
+                rebuilt[manifest_id] = src.manifests.rebuild(manifest_id)
+            except (Conflict, NotFound) as exc:
+                rebuilt[manifest_id] = str(exc)
+        return rebuilt[manifest_id]
+
+    training.check_selections(f, events, manifest)

@@ -9,12 +9,18 @@ hash to what it froze (``audit.sources.rebuild_manifests``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from audit.report import Findings
 from events.model import RecordedEvent
 from trainer.datasets.events import DatasetFrozen
+from trainer.datasets.manifest import Manifest
+from trainer.runs.events import TrainingQueued, TrainingSucceeded
+from trainer.runs.selection import selection_of
 from trainer.triggers.events import TriggerFired
 
 FROZEN, FIRED = DatasetFrozen.TYPE, TriggerFired.TYPE
+QUEUED, SUCCEEDED = TrainingQueued.TYPE, TrainingSucceeded.TYPE
 
 
 def check_frozen_hashes(findings: Findings, frozen: list[RecordedEvent], fired: list[RecordedEvent]) -> None:
@@ -31,3 +37,34 @@ def check_frozen_hashes(findings: Findings, frozen: list[RecordedEvent], fired: 
             findings.add(subject, f"trigger.fired at position {event.position} froze content hash "
                                   f"{p['manifest_hash'][:12]}…, dataset.frozen at position {made.position} "
                                   f"recorded {made.payload['content_hash'][:12]}…")
+
+
+def check_selections(findings: Findings, events: list[RecordedEvent],
+                     manifest: Callable[[str], Manifest | str]) -> None:
+    """Each success that recorded its training examples (``training.succeeded`` v2) against
+    what its hyper-parameters select from its manifest (``manifest``: rebuilt from the log
+    and the reward chain, or why it cannot be): the same reward ids in the same order, and
+    their digest. ``events``: the runs' ``training.queued`` and ``training.succeeded``."""
+    queued = {e.payload["run_id"]: e.payload for e in events if e.type == QUEUED}
+    for event in events:
+        p = event.payload
+        if event.type != SUCCEEDED or p.get("examples") is None:
+            continue
+        findings.checked += 1
+        subject, run = f"training_runs run_id={p['run_id']}", queued.get(p["run_id"])
+        if run is None:
+            findings.add(subject, f"training.succeeded at position {event.position} has no training.queued")
+            continue
+        rebuilt = manifest(run["manifest_id"])
+        if isinstance(rebuilt, str):
+            findings.add(subject, f"its manifest cannot be rebuilt, so its examples cannot be: {rebuilt}")
+            continue
+        derived = selection_of(rebuilt, run["hyper"])
+        if derived.reward_ids != p["examples"]:
+            findings.add(subject, f"training.succeeded at position {event.position} records "
+                                  f"{len(p['examples'])} examples; its hyper-parameters pick "
+                                  f"{len(derived.reward_ids)} others from its manifest")
+        elif derived.examples_sha256 != p.get("examples_sha256"):
+            recorded = str(p.get("examples_sha256"))[:12]
+            findings.add(subject, f"its {len(p['examples'])} examples hash to "
+                                  f"{derived.examples_sha256[:12]}…, not the {recorded}… it recorded")

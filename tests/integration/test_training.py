@@ -63,6 +63,15 @@ def test_a_fired_run_trains_gates_and_registers(parts, trainer):
     assert [c.content_hash for c in adapter.contract_versions] == [digest]
     assert runner.run_now(run_id).outcome == "done"  # a redelivery is a no-op
     assert len(parts.registry.adapters("coding")) == 1
+    # Which examples trained it is in the log, and the audit derives them again.
+    [succeeded] = [e for e in parts.store.read_stream(f"training_run:{run_id}")
+                   if e.type == "training.succeeded"]
+    manifest = parts.manifests.row(adapter.manifest_id)
+    assert sorted(succeeded.payload["examples"]) == sorted(
+        m for m in manifest.reward_ids if parts.rewards.by_ids([m])[0].split == "train")
+    audit = parts.auditor.everything()
+    examples = next(c for c in audit.checks if c.name == "training_examples")
+    assert examples.ok and examples.checked == 1, [m.line() for m in examples.mismatches]
 
 
 def test_a_successor_starts_from_its_parents_weights(parts, trainer):

@@ -132,6 +132,19 @@ def select_weighted(
     return [(ex, w) for ex, w in weighted if w > 0.0]
 
 
+def selected_examples(examples: Iterable[TrainingExample], selection: str, keep_per_prompt: int,
+                      min_reward: float, objective: str = "sft") -> list[TrainingExample]:
+    """The examples a run actually trains on, in canonical order: what ``selection`` keeps
+    and the objective uses (a positive weight; for ``dpo``, a place in some preference
+    pair). Pure, so the run records them and an auditor derives them again."""
+    chosen = select_answers(examples, selection, keep_per_prompt, min_reward)
+    if objective == "dpo":
+        paired = {id(ex) for chosen_ex, rejected, _ in preference_pairs(chosen, min_reward)
+                  for ex in (chosen_ex, rejected)}
+        return [ex for ex in chosen if id(ex) in paired]
+    return [ex for ex, _ in select_weighted(chosen, min_reward)]
+
+
 def preference_pairs(
     examples: Iterable[TrainingExample], min_reward: float
 ) -> list[tuple[TrainingExample, TrainingExample, float]]:

@@ -17,6 +17,7 @@ from trainer.registry.registry import Registry
 from trainer.runs.duplicates import DuplicateArtifact
 from trainer.runs.events import TrainingQueued
 from trainer.runs.model import LeaseLost, TrainingRun
+from trainer.runs.selection import Selection
 from trainer.runs.store import Runs
 
 
@@ -24,7 +25,8 @@ class Registration:
     def __init__(self, engine: Engine, store: EventStore, runs: Runs, registry: Registry) -> None:
         self.engine, self.store, self.runs, self.registry = engine, store, runs, registry
 
-    def register(self, run: TrainingRun, worker: str, new: NewAdapter, reason: str) -> AdapterVersion:
+    def register(self, run: TrainingRun, worker: str, new: NewAdapter, reason: str,
+                 selection: Selection | None = None) -> AdapterVersion:
         """All of it (version, contract links, run succeeded, events, the alias move of an
         auto-promotion) or, if ``worker`` lost the lease meanwhile, none (``LeaseLost``)."""
         with self.engine.begin() as conn:
@@ -47,6 +49,7 @@ class Registration:
             adapter = register_in(conn, self.store, new, worker)
             self.runs.succeed_in(conn, run.run_id, worker, adapter.adapter_id, {
                 "status": new.status, "artifact_sha256": new.artifact_sha256, "gate_reason": reason,
+                **(selection.summary() if selection else {}),
             })
             if new.status == PROMOTED:  # the gate moves it, under the policy someone set
                 move_in(conn, self.store, run.specialist, alias, adapter.adapter_id, gate_actor(run),

@@ -32,6 +32,7 @@ from trainer.runs.duplicates import DuplicateArtifact, TrainedFrom, duplicate_re
 from trainer.runs.lease import Lease
 from trainer.runs.model import LeaseLost, RunOutcome, TrainingRun
 from trainer.runs.registration import Registration
+from trainer.runs.selection import selection_of
 from trainer.runs.store import Runs
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,8 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
             base.path, out, parent_dir, held_out, trained.max_len, config.device, cases,
             precision=str(run.hyper.get("precision", "auto")),
             parent_gate=parent.metrics.get("gate") if parent else None,
-            parent_ref=f"{parent.specialist}@{parent.version}" if parent else None), policy)
+            parent_ref=f"{parent.specialist}@{parent.version}" if parent else None,
+            specialist=run.specialist), policy)
         ref = deps.artifacts.put_dir(out)
     status: AdapterStatus = (REJECTED if not gate["promote"]
                              else PROMOTED if policy.auto_promote else CANDIDATE)
@@ -143,7 +145,8 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         hyper=run.hyper, metrics=metrics, artifact_sha256=ref.sha256, artifact_uri=ref.uri,
         contract_versions=tuple((c["name"], c["version"]) for c in manifest.contract_versions),
         status=status)
-    return deps.registration.register(run, worker, new, str(gate["reason"])).adapter_id
+    return deps.registration.register(run, worker, new, str(gate["reason"]),
+                                      selection_of(manifest, run.hyper)).adapter_id
 
 
 def _refuse_duplicate(deps: RunnerDeps, run: TrainingRun, manifest: Manifest, address: str) -> None:

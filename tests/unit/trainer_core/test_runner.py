@@ -99,12 +99,14 @@ class FakeGate:
 
 class FakeRegistration:
     def __init__(self, runs: FakeRuns, lose_lease: bool = False) -> None:
-        self.runs, self.lose_lease, self.registered = runs, lose_lease, []
+        self.runs, self.lose_lease, self.registered, self.selections = runs, lose_lease, [], []
 
-    def register(self, run: TrainingRun, worker: str, new: NewAdapter, reason: str) -> Any:
+    def register(self, run: TrainingRun, worker: str, new: NewAdapter, reason: str,
+                 selection: Any = None) -> Any:
         if self.lose_lease:
             raise LeaseLost("taken over")
         self.registered.append(new)
+        self.selections.append(selection)
         self.runs.current = replace(self.runs.current, status="succeeded", adapter_id="coding@1")
         return replace_adapter("coding@1")
 

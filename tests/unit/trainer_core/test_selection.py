@@ -1,55 +1,69 @@
-"""Which examples a run trains on: derived from the manifest and the hyper-parameters alone,
-and the audit's check that a recorded selection is what they derive."""
+"""Which of k answers to the same prompt train (pure): rejection sampling keeps the best
+passing ones, best_worst makes one preference pair; the split keeps all k on one side."""
 
 from __future__ import annotations
 
-from audit.checks.training import check_selections
-from audit.report import Findings
-from events.memory_store import InMemoryEventStore
-from events.model import EventMetadata
-from trainer.datasets.manifest import HELD_OUT, TRAIN, Manifest, ManifestExample
-from trainer.ml.data import examples_sha256
-from trainer.runs.events import TrainingQueued, TrainingSucceeded
-from trainer.runs.selection import selection_of
+import pytest
+
+from contract.evaluate import split_for
+from contract.sections import Split
+from trainer.ml.data import TrainingExample, preference_pairs, select_answers
+from trainer.ml.hyper import HyperParams
+from trainer.ml.prompts import render_messages
+
+CONTEXT = (("system", "Answer in JSON."), ("user", "Make a button."))
 
 
-def example(reward_id: str, prompt: str, response: str, reward: float, split: str = TRAIN) -> ManifestExample:
-    return ManifestExample(reward_id=reward_id, subject_id=f"s-{reward_id}", split=split, prompt=prompt,
-                           response=response, reward=reward)
+def answer(subject: str, text: str, reward: float, prompt: str = "Make a button.") -> TrainingExample:
+    context = CONTEXT if prompt == "Make a button." else None
+    return TrainingExample(prompt, text, reward, 1.0, subject, context)
 
 
-MANIFEST = Manifest(specialist="coding", cut_from=0, cut_to=9, reward_ids=("a", "b", "c", "h"),
-                    subject_event_ids={}, contract_versions=(), split={TRAIN: 3, HELD_OUT: 1},
-                    examples_sha256="x", examples=(
-                        example("a", "P", "good", 1.0), example("b", "P", "bad", 0.1),
-                        example("c", "Q", "fine", 0.6), example("h", "P", "held", 1.0, HELD_OUT)))
+K_ANSWERS = [answer("s1", "{a}", 1.0), answer("s2", "{a}", 1.0), answer("s3", "{bb}", 1.0),
+             answer("s4", "{ccc}", 1.0), answer("s5", "nope", 0.2),
+             answer("t1", "x", 0.4, prompt="Other."), answer("t2", "y", 0.1, prompt="Other.")]
 
 
-def test_best_of_k_keeps_the_best_answer_per_prompt_by_reward_id() -> None:
-    chosen = selection_of(MANIFEST, {"selection": "best_of_k", "keep_per_prompt": 1})
-    assert chosen.reward_ids == ["a", "c"]
-    trained = [ex.training_example() for ex in MANIFEST.examples if ex.reward_id in ("a", "c")]
-    assert chosen.examples_sha256 == examples_sha256(trained)
-    assert sorted(selection_of(MANIFEST, {}).reward_ids) == ["a", "b", "c"]  # all, held-out left out
+def test_best_of_k_keeps_the_best_distinct_passing_answers_per_prompt():
+    kept = select_answers(K_ANSWERS, "best_of_k", keep_per_prompt=2, min_reward=1.0)
+    assert [(e.prompt, e.response) for e in kept] == [("Make a button.", "{a}"), ("Make a button.", "{bb}")]
 
 
-def test_a_recorded_selection_must_be_what_the_hyper_parameters_pick() -> None:
-    store, meta = InMemoryEventStore(), EventMetadata(actor="w")
-    hyper = {"selection": "best_of_k"}
-    queued = TrainingQueued(run_id="r", parent_adapter_id=None, base_model="b", manifest_id="m",
-                            firing_id="f", hyper=hyper, reason="x", gate={}, total_steps=1)
-    right = selection_of(MANIFEST, hyper)
+def test_a_prompt_without_a_passing_answer_trains_nothing():
+    assert all(e.prompt != "Other." for e in select_answers(K_ANSWERS, "best_of_k", 2, 1.0))
+    assert len(select_answers(K_ANSWERS, "all", 2, 1.0)) == len(K_ANSWERS)
 
-    def succeeded(examples: list[str]) -> TrainingSucceeded:
-        return TrainingSucceeded(run_id="r", attempt=1, adapter_id="coding@1", status="candidate",
-                                 artifact_sha256="a", gate_reason="g", examples=examples,
-                                 examples_sha256=right.examples_sha256)
 
-    for examples, ok in ((right.reward_ids, True), (["a", "b"], False)):
-        events = [store.append([e.new_event("training_run:r", meta)])[0].event
-                  for e in (queued, succeeded(examples))]
-        found = Findings("training_examples", "t", "e")
-        check_selections(found, events[-2:], lambda manifest_id: MANIFEST)
-        assert found.ok is ok and found.checked == 1
-        if not ok:
-            assert found.mismatches[0].subject == "training_runs run_id=r"
+def test_best_worst_makes_one_preference_pair_per_prompt():
+    kept = select_answers(K_ANSWERS, "best_worst", keep_per_prompt=1, min_reward=0.3)
+    assert sorted((e.prompt, e.response) for e in kept) == [
+        ("Make a button.", "nope"), ("Make a button.", "{a}"), ("Other.", "x"), ("Other.", "y")]
+    pairs = preference_pairs(kept, min_reward=0.3)
+    assert {(c.response, r.response) for c, r, _ in pairs} == {("{a}", "nope"), ("x", "y")}
+
+
+def test_hyper_parameters_are_checked_and_epochs_set_the_steps():
+    assert HyperParams(epochs=3, batch_size=8).steps_for(20) == 8
+    assert HyperParams(steps=5).steps_for(1000) == 5
+    for bad in ({"selection": "best"}, {"keep_per_prompt": 0}, {"precision": "fp8"},
+                {"objective": "ppo"}):
+        with pytest.raises(ValueError):
+            HyperParams(**bad)
+
+
+def test_splitting_on_the_user_text_puts_every_sample_of_a_prompt_on_one_side():
+    rule = Split(held_out_fraction=0.5, seed=7, by="user_text")
+    sides = {split_for(rule.key(f"subject-{i}", "Make a button."), 0.5, 7) for i in range(50)}
+    assert len(sides) == 1
+    by_subject = {split_for(Split().key(f"subject-{i}", "Make a button."), 0.5, 7) for i in range(50)}
+    assert by_subject == {"train", "held_out"}
+    assert "by" not in Split().model_dump() and Split(by="user_text").model_dump()["by"] == "user_text"
+
+
+def test_a_tokenizer_without_a_chat_template_gets_a_plain_transcript():
+    class Plain:
+        chat_template = None
+
+    text = render_messages(Plain(), [{"role": "system", "content": "Be brief."},
+                                     {"role": "user", "content": "Hi"}])
+    assert text == "System: Be brief.\nUser: Hi\nAssistant: "

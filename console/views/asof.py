@@ -19,11 +19,11 @@ from kernel.clock import utc, utcnow
 
 
 def as_of_page(container: Container, at_text: str) -> dict[str, Any]:
-    moment = parse_time(at_text.strip(), "at") or utcnow().replace(microsecond=0)
+    moment = parse_time(at_text.strip(), "at") or utcnow()
     state = container.as_of.at(moment)
     specialists = [s.name for s in container.registry.specialists()]
     return {
-        "at": state.at, "at_value": state.at.strftime("%Y-%m-%dT%H:%M:%S"), "asked": bool(at_text.strip()),
+        "at": state.at, "at_value": _local(state.at), "asked": bool(at_text.strip()),
         "aliases": [{**a.model_dump(), "before": _before(a.moved_at)} for a in state.aliases],
         "serves": [serves(container, name, state.at) for name in specialists],
         "serving": serving_contracts(container, state.at) or {},
@@ -32,5 +32,11 @@ def as_of_page(container: Container, at_text: str) -> dict[str, Any]:
 
 
 def _before(moment: datetime) -> str:
-    """The as-of time a second before a move: the state it replaced."""
-    return (utc(moment) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    """The as-of time a millisecond before a move: the state it replaced (moves made by
+    the server can be that close)."""
+    return _local(utc(moment) - timedelta(milliseconds=1))
+
+
+def _local(moment: datetime) -> str:
+    """As a datetime-local input holds it, to the millisecond (the time is UTC)."""
+    return utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from audit.keys import SigningKey
 from audit.verify import InclusionBundle, verify_inclusion_bundle
 from hcp import migrate
 from tests.e2e.console_browser import ARTIFACTS, chromium, demo_data, require_browser, serve
-from tests.unit.trainer_core.fixtures import make_container
+from tests.unit.trainer_core.fixtures import RecordingDispatcher, fake_train, make_container
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 SESSIONS = int(os.environ.get("HCP_CONSOLE_TEST_SESSIONS", "120"))
@@ -235,27 +234,34 @@ def test_signing_in_keeps_the_key_out_of_urls_and_scripts(site):
 GRAPH = "window.hcpConsole.graphs['lineage-graph']"
 
 
+def labels_overlapping(page) -> list[tuple[str, str]]:
+    boxes = page.evaluate(f"{GRAPH}.nodes().map(n => [n.id(), n.renderedBoundingBox("
+                          "{includeLabels: true, includeOverlays: false})])")
+    return [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:]
+            if p["x1"] < q["x2"] and q["x1"] < p["x2"] and p["y1"] < q["y2"] and q["y1"] < p["y2"]]
+
+
+def keyboard_at(page) -> str:
+    return str(page.evaluate("window.hcpConsole.keyboard['lineage-graph']"))
+
+
 def test_the_lineage_graph_reads_at_1360_px_and_works_by_keyboard(site):
     adapter = site["successor"]
     with as_role(site, "auditor") as browser:
         page = browser.open(f"/console/adapters/{adapter.adapter_id}")
         page.wait_for_function(f"() => window.hcpConsole && {GRAPH}")
         assert page.evaluate(f"{GRAPH}.zoom()") * 13 >= 11  # labels 11 px or more on screen
-        boxes = page.evaluate(f"{GRAPH}.nodes().map(n => [n.id(), n.renderedBoundingBox("
-                              "{includeLabels: true, includeOverlays: false})])")
-        overlapping = [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:]
-                       if p["x1"] < q["x2"] and q["x1"] < p["x2"] and p["y1"] < q["y2"] and q["y1"] < p["y2"]]
-        assert overlapping == []  # no label covers another
+        assert labels_overlapping(page) == []
 
         browser.tab_to("#lineage-graph")
         graph = page.locator("#lineage-graph")
         assert graph.evaluate("g => getComputedStyle(g).outlineStyle") != "none"  # focus is visible
-        assert page.evaluate("window.hcpConsole.keyboard['lineage-graph']") == adapter.adapter_id
+        assert keyboard_at(page) == adapter.adapter_id
         page.keyboard.press("ArrowLeft")
-        assert page.evaluate("window.hcpConsole.keyboard['lineage-graph']") == adapter.parent_adapter_id
+        assert keyboard_at(page) == adapter.parent_adapter_id
         assert adapter.parent_adapter_id in page.locator("#graph-announce").inner_text()
         page.keyboard.press("ArrowUp")  # the parent's training run: Enter shows its hashes
-        assert page.evaluate("window.hcpConsole.keyboard['lineage-graph']").startswith("run:")
+        assert keyboard_at(page).startswith("run:")
         page.keyboard.press("Enter")
         assert "run id" in page.locator("#graph-details").inner_text()
         browser.screenshot("adapter-graph-keyboard")
@@ -264,6 +270,33 @@ def test_the_lineage_graph_reads_at_1360_px_and_works_by_keyboard(site):
         page.keyboard.press("Enter")  # opens the parent's page
         page.wait_for_url(re.compile(re.escape(adapter.parent_adapter_id.replace("@", "%40")) + "|"
                                      + re.escape(adapter.parent_adapter_id)))
+        assert browser.errors == []
+
+
+def test_a_long_chain_stays_readable_and_every_node_is_reached_by_keyboard(site):
+    chain = [site["successor"].adapter_id]
+    # Eight more generations, registered with made-up weights through a container that
+    # sends nothing to a worker (the site's own trains for real).
+    settings = site["container"].settings  # the same database and artifact store
+    made = make_container(settings.database_url, settings.data_dir, RecordingDispatcher())
+    for number in range(8):
+        firing = made.triggers.fire_manual("coding", "user:demo", f"chain {number}", parent=chain[-1])
+        chain.append(fake_train(made, firing.run_id, content=f"chain-{number}".encode()).adapter_id)
+    made.close()
+    with as_role(site, "auditor") as browser:
+        page = browser.open(f"/console/adapters/{chain[-1]}")
+        page.wait_for_function(f"() => window.hcpConsole && {GRAPH}")
+        assert page.evaluate(f"{GRAPH}.zoom()") >= 0.85  # panned, not shrunk to fit
+        assert labels_overlapping(page) == []
+        browser.screenshot("adapter-long-chain")
+        browser.tab_to("#lineage-graph")
+        box = page.locator("#lineage-graph").bounding_box()
+        for expected in reversed(chain[-9:-1]):  # leftwards, one generation at a time
+            page.keyboard.press("ArrowLeft")
+            assert keyboard_at(page) == expected
+            shown = page.evaluate(f"{GRAPH}.getElementById('{expected}').renderedPosition()")
+            assert 0 <= shown["x"] <= box["width"] and 0 <= shown["y"] <= box["height"]  # kept in view
+        browser.screenshot("adapter-long-chain-keyboard")
         assert browser.errors == []
 
 
@@ -304,8 +337,10 @@ def test_an_auditor_follows_records_sessions_and_time_without_the_cli(site):
         browser.screenshot("sessions-filtered-by-keyboard")
 
         first = container.aliases.history(adapter.specialist, "production", 1000)[-1]
+        served = container.serving.history("default", adapter.specialist)[-1]  # v1 began to serve
+        between = served.moved_at + (first.moved_at - served.moved_at) / 2  # can be under a second
         page = browser.open("/console/as-of")
-        page.fill("#as-of-at", (first.moved_at - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S"))
+        page.fill("#as-of-at", between.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3])
         with page.expect_navigation():
             page.get_by_role("button", name="Show").click()
         row = page.locator("#asof-serves ~ table tr", has_text=adapter.specialist).first.inner_text()

@@ -89,8 +89,8 @@ def test_as_of_shows_aliases_serving_and_scoring_versions_at_any_time(console):
     assert "the bare base model hcp-tiny" in serves
     scoring = earlier.split('id="asof-scoring"', 1)[1].split("</table>", 1)[0]
     assert "default@1" in scoring and "default@2" not in scoring  # v2 was published after it
-    second = (promoted.moved_at - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
-    assert f"as-of?at={quote(second, safe='')}" in now  # each move links to the moment before it
+    eve = (promoted.moved_at - timedelta(milliseconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+    assert f"as-of?at={quote(eve, safe='')}" in now  # each move links to the moment before it
 
     assert "at: expected a date" in get(client, "/console/as-of?at=last+week", 422)
     client.cookies.clear()

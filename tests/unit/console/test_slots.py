@@ -39,6 +39,6 @@ def test_a_dry_run_shows_per_criterion_and_per_specialist_results_when_reported(
 def test_serving_contract_versions_show_where_the_server_records_them():
     contracts = SimpleNamespace(versions=lambda: [SimpleNamespace(name="default")])
     assert serving_contracts(SimpleNamespace(contracts=contracts)) is None
-    serving = SimpleNamespace(current=lambda name: {"coding": SimpleNamespace(ref=f"{name}@2")})
+    serving = SimpleNamespace(current=lambda name, at=None: {"coding": SimpleNamespace(ref=f"{name}@2")})
     found = serving_contracts(SimpleNamespace(contracts=contracts, serving=serving))
     assert found == {"coding": ["default@2"]}

@@ -87,6 +87,13 @@ class TriggerPolicy(BaseModel):
     gate_seed: Annotated[int, Field(ge=0)] = Field(0, description="Seed of the gate's bootstrap")
     gate_offline: bool = Field(
         True, description="rollout gate: also measure the offline metric and record it beside")
+    gate_probes: Annotated[int, Field(ge=0, le=512)] | None = Field(
+        None, description="Tasks per probe set (the harness's general set and the specialist's "
+        "unseen templates) that parent and successor answer for the non-inferiority check; "
+        "unset: 48 for a rollout gate on the task harness, else 0 (none)")
+    gate_probe_margin: Unit = Field(
+        0.05, description="Not promoted when the successor's loss on a probe set exceeds this "
+        "margin with confidence (the interval's upper end below -margin)")
 
     @field_validator("schedule")
     @classmethod
@@ -127,5 +134,6 @@ LATER_DEFAULTS: dict[str, Any] = {
     "rollout_prompts": 32, "dataset": "all", "base_model": None, "hyper": {}, "alias": None,
     "contract": None, "backoff_factor": 2.0, "backoff_wait": None, "gate_test": "margin",
     "gate_confidence": 0.95, "gate_resamples": 10_000, "gate_seed": 0, "gate_offline": True,
+    "gate_probes": None, "gate_probe_margin": 0.05,
 }
 DISABLED = TriggerPolicy(enabled=False)  # no policy anywhere: only manual triggers

@@ -17,9 +17,8 @@ from collections.abc import Sequence
 
 from harness.checks import run_checks
 from harness.checks.sandbox import CodeSandbox
-from harness.session import ANSWER_EVENT_TYPES, answer_events, storable, task_of
+from harness.session import ANSWER_EVENT_TYPES, answer_events, task_of
 from harness.tasks import Task
-from harness.tasks.catalog import FAMILIES
 from trainer.gate.rollout import Answer, RolloutCase, RolloutTarget
 
 NAME = "tasks"
@@ -38,15 +37,10 @@ def case_task(case: RolloutCase) -> Task:
     return task
 
 
-def family_name(task: Task) -> str:
-    """The family that sets the task's token budget and stop rule (by its specialist)."""
-    return task.specialist
-
-
 class TasksRolloutHarness:
     replaces = ANSWER_EVENT_TYPES
 
-    def __init__(self, target: RolloutTarget, batch_size: int = 64,
+    def __init__(self, target: RolloutTarget, batch_size: int = 128,
                  sandbox: CodeSandbox | None = None) -> None:
         self.target, self.batch_size, self.sandbox = target, batch_size, sandbox
 
@@ -54,34 +48,15 @@ class TasksRolloutHarness:
         raise ValueError("the tasks harness answers recorded tasks, not bare prompts")
 
     def answer_texts(self, cases: Sequence[RolloutCase]) -> list[str]:
-        from harness.decode import sample
-        from harness.pool import ModelPool
-        from harness.stops import STOPS
-        from trainer.ml.load import autocast_for, base_dtype
-        from trainer.ml.prompts import prompt_ids
+        from harness.probes import greedy_answers
 
-        tasks = [case_task(c) for c in cases]
-        pool = ModelPool(self.target.base_dir, self.target.device, self.target.precision)
-        adapter = self.target.adapter_dir
-        name = pool.ensure(adapter, "0" * 16 + adapter.name) if adapter is not None else None
-        texts: dict[int, str] = {}
-        dtype = base_dtype(pool.device, pool.precision)
-        for fam_name in sorted({family_name(t) for t in tasks}):
-            mine = [i for i, t in enumerate(tasks) if family_name(t) == fam_name]
-            fam = FAMILIES[fam_name]
-            prompts = [prompt_ids(pool.tokenizer, tasks[i].prompt, tasks[i].messages()) for i in mine]
-            with pool.serving(name) as model, autocast_for(pool.device, dtype):
-                samples = sample(model, pool.tokenizer, prompts, k=1, temperature=0.0,
-                                 max_new_tokens=fam.max_new_tokens, batch_size=self.batch_size,
-                                 stop=STOPS[fam.stop], device=pool.device)
-            for s in samples:
-                texts[mine[s.prompt_index]] = storable(s.text)
-        return [texts[i] for i in range(len(cases))]
+        return greedy_answers(self.target, [case_task(c) for c in cases], self.batch_size)
 
     def respond(self, cases: Sequence[RolloutCase], texts: Sequence[str]) -> list[Answer]:
         tasks = [case_task(c) for c in cases]
         checks = run_checks([t.check for t in tasks], list(texts), self.sandbox)
-        return [Answer(text, tuple(answer_events(task, check)))
+        return [Answer(text, tuple(answer_events(task, check)), check.passed,
+                       str(task.meta.get("group", task.family)))
                 for task, text, check in zip(tasks, texts, checks, strict=True)]
 
 

@@ -31,6 +31,8 @@ CHECK_EVENT = "x.check"
 # model's own (whatever tool it named). Chat answers call nothing.
 CHECK_TOOLS = {"python_tests": "python.run", "ui_spec": "ui.render"}
 # The events of the last turn that an answer produces (the gate replaces them).
+# What a task's record says of its shape (harness.tasks.templates), for gains per group.
+TASK_LABELS = ("template", "group")
 ANSWER_EVENT_TYPES = frozenset({"tool.called", "tool.result", CHECK_EVENT, "episode.completed"})
 
 
@@ -88,7 +90,8 @@ def session_events(served: Served, harness_name: str, rng_id: uuid.UUID) -> list
         ("session.started", {"harness": harness_name}),
         ("turn.user", {"text": task.prompt, "context": task.context(),
                        "task": {"id": task.id, "specialist": task.specialist,
-                                "family": task.family, "check": task.check}}),
+                                "family": task.family, "check": task.check,
+                                **{k: task.meta[k] for k in TASK_LABELS if k in task.meta}}}),
         ("route.decided", {"specialist": specialist, "adapter_version": served.adapter_version,
                            "contract": served.contract, "scores": served.route.scores,
                            "fallback": served.route.fallback}),
@@ -110,6 +113,7 @@ def task_of(payloads: Sequence[dict[str, Any]]) -> Task | None:
             system = next((m["content"] for m in context if m.get("role") == "system"), None)
             turns = [m["content"] for m in context if m.get("role") in ("user", "assistant")]
             shots = tuple(zip(turns[0::2], turns[1::2], strict=False))
+            labels = {k: str(spec[k]) for k in TASK_LABELS if k in spec}
             return Task(str(spec.get("id")), str(spec.get("specialist")), str(spec.get("family")),
-                        str(payload["text"]), spec["check"], system, shots)
+                        str(payload["text"]), spec["check"], system, shots, labels)
     return None

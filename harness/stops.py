@@ -47,8 +47,16 @@ def after_json_object(text: str) -> int | None:
     return None
 
 
+def after_line(text: str) -> int | None:
+    """At the end of the first line that has something on it (short answers)."""
+    start = len(text) - len(text.lstrip())
+    end = text.find("\n", start)
+    return None if end < 0 or start >= len(text) else end
+
+
 StopRule = Callable[[str], int | None]
-STOPS: dict[str | None, StopRule | None] = {"fence": after_fence, "json": after_json_object, None: None}
+STOPS: dict[str | None, StopRule | None] = {"fence": after_fence, "json": after_json_object,
+                                            "line": after_line, None: None}
 # A stop rule can only become true on a token that contains one of these characters, so
 # the decoding loop asks it only then.
-STOP_CHARS = ("`", "}", "]")
+STOP_CHARS = ("`", "}", "]", "\n")

@@ -293,7 +293,9 @@ class Services:
     def runner(self) -> RunnerDeps:
         from harness.gate import NAME as TASKS_HARNESS
         from harness.gate import tasks_harness
+        from harness.probes import run_probes
         from trainer.gate.heldout import Gate
+        from trainer.gate.probes import register_probes
         from trainer.gate.rollout import register_harness
         from trainer.runs.registration import Registration
         from trainer.runs.runner import RunnerDeps
@@ -301,6 +303,7 @@ class Services:
         # The gate's "tasks" rollout harness lives above the trainer: wired here, where the
         # gate is built (the only one that looks harnesses up).
         register_harness(TASKS_HARNESS, partial(tasks_harness, sandbox=self.code_sandbox))
+        register_probes(partial(run_probes, sandbox=self.code_sandbox))
         return RunnerDeps(
             runs=self.runs, registry=self.registry, artifacts=self.artifacts,
             manifests=self.manifests, gate=Gate(self.manifests, self.contracts),

@@ -8,7 +8,8 @@ outside it; that is why they take a batch.
 
 Kinds: ``python_tests`` (coding: hidden unit tests), ``ui_spec`` (genui: JSON Schema and
 the components asked for), ``tool_call`` (agent: the allowlisted tool's JSON Schema and
-the arguments asked for), ``format_rules`` (chat: format and length rules).
+the arguments asked for), ``format_rules`` (chat: format and length rules),
+``answer_rules`` (the general set: one right short answer).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.checks import formats, schemas
+from harness.checks import answers, formats, schemas
 from harness.checks.result import CheckResult, extract_block
 from harness.checks.sandbox import CodeSandbox, run_python_tests
 
@@ -26,6 +27,7 @@ PURE_CHECKS = {
     "ui_spec": schemas.check_ui_spec,
     "tool_call": schemas.check_tool_call,
     "format_rules": formats.check_format_rules,
+    "answer_rules": answers.check_answer_rules,
 }
 KINDS = ("python_tests", *PURE_CHECKS)
 

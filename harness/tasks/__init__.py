@@ -61,11 +61,12 @@ DRAWS_PER_TASK = 200  # how many candidates ``draw`` may try per task wanted
 
 
 def draw(generator: Generator, n: int, seed: int,
-         keep: Callable[[Task], bool] = lambda task: True) -> list[Task]:
-    """The first ``n`` distinct tasks the seeded generator produces that ``keep`` accepts.
+         keep: Callable[[Task], bool] = lambda task: True, at_most: bool = False) -> list[Task]:
+    """The first ``n`` distinct tasks the seeded generator produces that ``keep`` accepts
+    (``at_most``: fewer when there are not that many).
 
     Raises:
-        ValueError: the generator runs out of distinct accepted tasks.
+        ValueError: the generator runs out of distinct accepted tasks (not ``at_most``).
     """
     rng = random.Random(seed)  # noqa: S311 (reproducible tasks, not secrets)
     seen: set[str] = set()
@@ -78,4 +79,6 @@ def draw(generator: Generator, n: int, seed: int,
         out.append(task)
         if len(out) == n:
             return out
+    if at_most:
+        return out
     raise ValueError(f"{generator.__module__}: only {len(out)} distinct tasks, wanted {n}")

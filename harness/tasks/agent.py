@@ -7,17 +7,21 @@ distractors, shuffled) in the system message, each with its signature and one ex
 call (as tool documentation does), shows one example exchange using a distractor (so the
 format is demonstrated but the answer is never copied), then asks.
 The allowlist travels in the check spec: a call to an unlisted tool is a failure even if
-the tool exists. The held-out split hashes the request alone (the subject's split hashes
-the user message), so a held-out request is never trained on under another tool menu.
+the tool exists. Each target tool is a template; two (``UNSEEN_TOOLS``) are never the
+answer of a train task, for the unseen-template measure. The held-out split hashes the
+request alone (the subject's split hashes the user message), so a held-out request is
+never trained on under another tool menu.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 from harness.tasks import Task, make_task
+from harness.tasks.templates import UNSEEN, Template, pick
 
 S, INT, N = {"type": "string", "minLength": 1}, {"type": "integer"}, {"type": "number"}
 
@@ -89,8 +93,17 @@ def _request(tool: str, r: random.Random) -> tuple[str, dict[str, Any]]:
 N_LISTED = 3  # tools on the menu: the right one and two distractors
 
 
-def agent_task(rng: random.Random) -> Task:
-    listed = rng.sample(sorted(TOOLS), N_LISTED)
+def agent_task_for(target: str) -> Callable[[random.Random], Task]:
+    """Tasks whose right answer calls ``target`` (one template per tool)."""
+
+    def task(rng: random.Random) -> Task:
+        others = rng.sample(sorted(set(TOOLS) - {target}), N_LISTED - 1)
+        return _task(rng, [target, *others])
+
+    return task
+
+
+def _task(rng: random.Random, listed: list[str]) -> Task:
     target, shot_tools = listed[0], listed[1:]
     rng.shuffle(listed)
     request, args = _request(target, rng)
@@ -115,3 +128,15 @@ def _doc(tool: str) -> str:
 
 def _call(tool: str, args: dict[str, Any]) -> str:
     return json.dumps({"tool": tool, "arguments": args}, ensure_ascii=False)
+
+
+# One template per target tool (group: what kind of argument it takes); two tools are
+# never the answer in training (they still appear on menus as distractors).
+TOOL_GROUPS = {"weather": "places", "timer": "numbers", "email": "messages", "search": "text",
+               "calendar": "dates", "currency": "numbers", "music": "text",
+               "translate": "messages"}
+UNSEEN_TOOLS = ("currency", "translate")
+TEMPLATES = [Template(f"agent.{tool}", TOOL_GROUPS[tool], agent_task_for(tool),
+                      tool in UNSEEN_TOOLS) for tool in sorted(TOOLS)]
+agent_task = pick(TEMPLATES, "seen")
+agent_unseen_task = pick(TEMPLATES, UNSEEN)

@@ -1,33 +1,40 @@
-"""Which task family serves which specialist, how long its answers may be, where they end."""
+"""Which task family serves which specialist, how long its answers may be, where they end,
+and the task sets drawn from them (train, instance-held-out, unseen-template, evaluation,
+general)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from harness.tasks import Generator, Task, draw
-from harness.tasks.agent import agent_task
-from harness.tasks.chat import chat_task
-from harness.tasks.coding import coding_task
-from harness.tasks.genui import genui_task
+from harness.tasks.agent import agent_task, agent_unseen_task
+from harness.tasks.chat import chat_task, chat_unseen_task
+from harness.tasks.coding import coding_task, coding_unseen_task
+from harness.tasks.general import general_task
+from harness.tasks.genui import genui_task, genui_unseen_task
 
 
 @dataclass(frozen=True)
 class Family:
-    generator: Generator
+    generator: Generator  # the seen templates: what trains and what the gate holds out
     max_new_tokens: int  # answers longer than this are cut (and almost always wrong)
     stop: str | None  # "fence": after a closed ``` block; "json": after the first {...}
+    unseen: Generator | None = None  # the templates held out whole (never trained on)
 
 
 FAMILIES = {
-    "coding": Family(coding_task, 160, "fence"),
-    "genui": Family(genui_task, 96, "json"),
-    "agent": Family(agent_task, 64, "json"),
-    "chat": Family(chat_task, 80, None),
+    "coding": Family(coding_task, 160, "fence", coding_unseen_task),
+    "genui": Family(genui_task, 96, "json", genui_unseen_task),
+    "agent": Family(agent_task, 64, "json", agent_unseen_task),
+    "chat": Family(chat_task, 80, None, chat_unseen_task),
+    # no specialist's: the general set every gate answers (harness.tasks.general)
+    "general": Family(general_task, 32, "line"),
 }
 TRAIN_SEED, HELD_OUT_SEED = 1, 2  # the seeds the demo draws with
+UNSEEN_SEED, EVAL_SEED = 3, 4  # the unseen-template probe set; the demo's evaluation set
 
-# The contract's split of a user message: "train" or "held_out" (see contract.evaluate).
+# The subject's split of a user message: "train" or "held_out" (see contract.split).
 Splitter = Callable[[str], str]
 
 
@@ -43,10 +50,20 @@ def family(specialist: str) -> Family:
 
 
 def train_tasks(specialist: str, n: int, split: Splitter, seed: int = TRAIN_SEED) -> list[Task]:
-    """``n`` tasks whose user message the contract puts in the train split."""
+    """``n`` tasks of seen templates whose user message is on the train side."""
     return draw(family(specialist).generator, n, seed, lambda t: split(t.prompt) == "train")
 
 
-def held_out_tasks(specialist: str, n: int, split: Splitter, seed: int = HELD_OUT_SEED) -> list[Task]:
-    """``n`` tasks whose user message the contract holds out (never trained on)."""
-    return draw(family(specialist).generator, n, seed, lambda t: split(t.prompt) == "held_out")
+def held_out_tasks(specialist: str, n: int, split: Splitter, seed: int = HELD_OUT_SEED,
+                   exclude: Collection[str] = ()) -> list[Task]:
+    """``n`` tasks of seen templates whose user message is held out (never trained on),
+    other than those of ``exclude`` (task ids)."""
+    gone = set(exclude)
+    return draw(family(specialist).generator, n, seed,
+                lambda t: split(t.prompt) == "held_out" and t.id not in gone)
+
+
+def unseen_template_tasks(specialist: str, n: int, seed: int = UNSEEN_SEED) -> list[Task]:
+    """Up to ``n`` tasks of the templates held out whole (none when the family has none)."""
+    unseen = family(specialist).unseen
+    return draw(unseen, n, seed, at_most=True) if unseen is not None else []

@@ -1,117 +1,106 @@
 """`coding`: write one small Python function; hidden unit tests decide.
 
 Where the family comes from: the MBPP / HumanEval style (a one-sentence spec, a named
-function, hidden asserts), scaled down to what a 135M model can sometimes do. Tasks are
-compositions, so there are hundreds of distinct prompts and the held-out ones test the
-same skills with different pieces:
+function, hidden asserts), scaled down to what a 135M model can sometimes do. It is
+made of dozens of program shapes (``coding_templates``: strings, lists, dicts,
+arithmetic, recursion, parsing, small algorithms), each with a parameter and its own
+hidden tests; a few shapes per group are held out whole (never trained on) for the
+unseen-template measure.
 
-- list pipelines: "the <aggregate> of the <map> of the <filter> numbers in xs";
-- string transforms with a parameter (a letter, a separator, a count).
-
-The reference implementation exists only here, to compute the hidden expected outputs;
-the check (`checks.sandbox`) compares the model's function against them.
+A function's name carries every parameter of its task (``count_char_e``,
+``sum_squares_greater_than_4``), so two prompts never share a name: a held-out task is
+never a trained one under another parameter's name. The hidden tests are drawn so
+that their expected outputs differ (at least ``DISTINCT_OUTPUTS`` values over
+``N_TESTS`` calls): an answer that returns a constant, or only handles the empty input,
+earns at most a test or two, not a share of partial credit. The reference
+implementation exists only here, to compute the expected outputs; the check
+(``checks.sandbox``) compares the model's function against them.
 """
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.tasks import Task, make_task
+from harness.tasks.templates import UNSEEN, Template, pick
 
 INSTRUCTION = "Reply with only the code in a ```python block."
 N_TESTS = 6
-
-# (phrase, predicate); K is filled in from the task's parameter
-FILTERS: list[tuple[str, Callable[[int, int], bool]]] = [
-    ("even numbers", lambda x, k: x % 2 == 0),
-    ("odd numbers", lambda x, k: x % 2 == 1),
-    ("positive numbers", lambda x, k: x > 0),
-    ("negative numbers", lambda x, k: x < 0),
-    ("numbers greater than {k}", lambda x, k: x > k),
-    ("numbers less than {k}", lambda x, k: x < k),
-    ("numbers divisible by {k}", lambda x, k: x % k == 0),
-]
-MAPS: list[tuple[str, Callable[[int, int], int]]] = [
-    ("squares of the", lambda x, k: x * x),
-    ("doubles of the", lambda x, k: 2 * x),
-    ("absolute values of the", lambda x, k: abs(x)),
-    ("values plus {k} of the", lambda x, k: x + k),
-    ("", lambda x, k: x),
-]
-AGGREGATES: list[tuple[str, str, Callable[[list[int]], Any]]] = [
-    ("sum", "returns the sum of the {what} in xs (0 if there are none)", sum),
-    ("count", "returns how many {what} there are in xs", len),
-    ("list", "returns a list of the {what} in xs, in their original order", list),
-    ("max", "returns the largest of the {what} in xs (None if there are none)",
-     lambda v: max(v) if v else None),
-]
+DISTINCT_OUTPUTS = 4  # at least this many different expected values among the tests
+_INPUT_DRAWS = 60  # tries per test set before settling for fewer distinct outputs
 
 
-def list_pipeline(rng: random.Random) -> Task:
-    (fphrase, pred), (mphrase, fn), (aname, agg_text, agg) = (
-        rng.choice(FILTERS), rng.choice(MAPS), rng.choice(AGGREGATES))
-    k = rng.randint(2, 5)
-    what = f"{mphrase} {fphrase}".strip().format(k=k)
-    name = f"{aname}_{_slug(mphrase) or 'value'}_{_slug(fphrase)}"
-    spec = agg_text.format(what=what)
+@dataclass(frozen=True)
+class Shape:
+    """One program shape: ``name`` and ``spec`` are format strings over a parameter dict."""
 
-    def ref(xs: list[int]) -> Any:
-        return agg([fn(x, k) for x in xs if pred(x, k)])
+    name: str  # e.g. "count_char_{c}": a valid identifier once formatted
+    group: str
+    arg: str  # the argument, as the spec introduces it: "s", "xs", "d", "n"
+    takes: str  # e.g. "takes a string s"
+    spec: str  # e.g. "returns how many times the letter '{c}' appears in s"
+    params: Sequence[dict[str, Any]]
+    ref: Callable[..., Any]  # ref(input, **params) -> expected output
+    inputs: Callable[[random.Random, dict[str, Any]], Any]  # one input for these params
+    unseen: bool = False
 
-    inputs: list[list[Any]] = [[[]]] + [[[rng.randint(-9, 12) for _ in range(rng.randint(1, 7))]]
-                       for _ in range(N_TESTS - 1)]
-    return _task("list_pipeline", name, "xs", f"takes a list of integers xs and {spec}",
-                 ref, inputs)
+    def template(self) -> Template:
+        stem = re.sub(r"_?\{\w+\}", "", self.name)
+        return Template(f"coding.{stem}", self.group, self.make, self.unseen)
 
-
-WORDS = ["apple", "river", "stone", "cloud", "tiger", "lemon", "piano", "ocean", "maple"]
-STRING_OPS: list[tuple[str, str, Callable[[str, Any], Any], Callable[[random.Random], Any]]] = [
-    ("count_char", "returns how many times the letter '{p}' appears in s",
-     lambda s, p: s.count(p), lambda r: r.choice("aeiorst")),
-    ("replace_char", "returns s with every '{p}' replaced by '*'",
-     lambda s, p: s.replace(p, "*"), lambda r: r.choice("aeiorst")),
-    ("join_words", "returns the words of s (split on spaces) joined with '{p}'",
-     lambda s, p: p.join(s.split()), lambda r: r.choice(["-", "+", "_", ", "])),
-    ("first_chars", "returns a string made of the first {p} characters of every word in s",
-     lambda s, p: "".join(w[:p] for w in s.split()), lambda r: r.randint(1, 3)),
-    ("repeat_last", "returns the last character of s repeated {p} times ('' if s is empty)",
-     lambda s, p: s[-1:] * p, lambda r: r.randint(2, 5)),
-    ("upper_words", "returns s with the first {p} words in upper case and the rest unchanged",
-     lambda s, p: " ".join(w.upper() if i < p else w for i, w in enumerate(s.split())),
-     lambda r: r.randint(1, 3)),
-    ("long_words", "returns a list of the words in s that have more than {p} letters",
-     lambda s, p: [w for w in s.split() if len(w) > p], lambda r: r.randint(3, 5)),
-]
+    def make(self, rng: random.Random) -> Task:
+        p = self.params[rng.randrange(len(self.params))]
+        name = self.name.format(**{k: _ident(v) for k, v in p.items()})
+        tests = hidden_tests(rng, lambda r: self.inputs(r, p), lambda x: self.ref(x, **p))
+        prompt = (f"Write a Python function `{name}({self.arg})` that {self.takes} and "
+                  f"{self.spec.format(**p)}. {INSTRUCTION}")
+        return make_task("coding", self.group, prompt,
+                         {"kind": "python_tests", "entry": name, "tests": tests})
 
 
-def string_transform(rng: random.Random) -> Task:
-    key, text, op, param = rng.choice(STRING_OPS)
-    p = param(rng)
-    name = f"{key}_{_slug(str(p)) or 'sep'}"
-
-    def ref(s: str) -> Any:
-        return op(s, p)
-
-    inputs = [[""]] + [[" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))]
-                       for _ in range(N_TESTS - 1)]
-    return _task("string_transform", name, "s",
-                 "takes a string s and " + text.format(p=p), ref, inputs)
-
-
-def coding_task(rng: random.Random) -> Task:
-    return (list_pipeline if rng.random() < 0.5 else string_transform)(rng)
+def hidden_tests(rng: random.Random, draw: Callable[[random.Random], Any],
+                 ref: Callable[[Any], Any]) -> list[dict[str, Any]]:
+    """``N_TESTS`` calls whose expected outputs differ as much as the shape allows (JSON
+    values, as the sandbox returns them: tuples become lists, keys strings)."""
+    best: list[dict[str, Any]] = []
+    for _ in range(_INPUT_DRAWS):
+        args = [json.loads(json.dumps(draw(rng))) for _ in range(N_TESTS)]
+        tests = [{"args": [a], "expected": json.loads(json.dumps(ref(a)))} for a in args]
+        if _distinct(tests) > _distinct(best):
+            best = tests
+        if _distinct(best) >= DISTINCT_OUTPUTS:
+            break
+    return best
 
 
-def _task(family: str, name: str, arg: str, spec: str, ref: Callable, inputs: list) -> Task:
-    prompt = f"Write a Python function `{name}({arg})` that {spec}. {INSTRUCTION}"
-    tests = [{"args": args, "expected": ref(*args)} for args in inputs]
-    return make_task("coding", family, prompt,
-                     {"kind": "python_tests", "entry": name, "tests": tests})
+def _distinct(tests: list[dict[str, Any]]) -> int:
+    return len({json.dumps(t["expected"], sort_keys=True) for t in tests})
 
 
-def _slug(text: str) -> str:
-    words = [w for w in text.replace("{k}", "k").split() if w.isalnum() and w not in {
-        "of", "the", "numbers", "values", "than", "by"}]
-    return "_".join(words)[:24]
+def _ident(value: Any) -> str:
+    """A parameter as part of a Python name: -3 -> m3, "," -> comma."""
+    if isinstance(value, int):
+        return f"m{-value}" if value < 0 else str(value)
+    return SYMBOLS.get(str(value), "".join(c for c in str(value) if c.isalnum()) or "x")
+
+
+SYMBOLS = {"-": "dash", "+": "plus", "_": "underscore", ", ": "comma", ",": "comma",
+           "/": "slash", " | ": "bar", "|": "bar", ".": "dot", ";": "semicolon", ":": "colon",
+           "=": "equals", "*": "star", "#": "hash", "@": "at", "!": "bang", "~": "tilde",
+           "$": "dollar", "%": "percent", "&": "amp"}
+
+
+def templates() -> list[Template]:
+    from harness.tasks.coding_templates import SHAPES
+
+    return [s.template() for s in SHAPES]
+
+
+TEMPLATES = templates()
+coding_task = pick(TEMPLATES, "seen")
+coding_unseen_task = pick(TEMPLATES, UNSEEN)

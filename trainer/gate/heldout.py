@@ -31,7 +31,7 @@ from contract.versions import ContractVersions, VersionNotFound
 from kernel.errors import Invalid
 from trainer.datasets.manifest import ManifestExample
 from trainer.datasets.manifests import Manifests
-from trainer.gate import rollout
+from trainer.gate import probes, rollout
 from trainer.gate.decision import judge, judge_rollouts
 from trainer.gate.policy import GatePolicy
 from trainer.ml.metrics import GateMetrics
@@ -49,6 +49,7 @@ class GateInputs:
     precision: str = "auto"  # of the base's weights, as it trained (and as the harness serves)
     parent_gate: dict[str, Any] | None = None  # the parent's own gate record, if any
     parent_ref: str | None = None  # which version the parent is (e.g. coding@2)
+    specialist: str = ""  # whose probe sets (the unseen templates) the gate answers
 
 
 class Gate:
@@ -77,7 +78,7 @@ class Gate:
         record = {"metric": policy.metric, "parent_is_base": inputs.parent_dir is None,
                   "held_out": len(held_out)}
         if policy.metric == "rollout" and not policy.offline_beside:
-            return {**_rollout_gate(inputs, policy, None, None), **record}
+            return with_probes({**_rollout_gate(inputs, policy, None, None), **record}, inputs, policy)
         examples = [ex.training_example() for ex in held_out]
         names = set.intersection(*(set(ex.components) for ex in held_out))
         criteria = {n: [ex.components[n] for ex in held_out] for n in sorted(names)}
@@ -85,9 +86,11 @@ class Gate:
                                             max_len=inputs.max_len, device=inputs.device)
                              for adapter in (inputs.successor_dir, inputs.parent_dir))
         if policy.metric == "offline":
-            return {**judge(successor, parent, policy), **record,
-                    "successor": successor.to_dict(), "parent": parent.to_dict()}
-        return {**_rollout_gate(inputs, policy, successor, parent), **record}
+            return with_probes({**judge(successor, parent, policy), **record,
+                                "successor": successor.to_dict(), "parent": parent.to_dict()},
+                               inputs, policy)
+        return with_probes({**_rollout_gate(inputs, policy, successor, parent), **record},
+                           inputs, policy)
 
     def rollout_cases(self, examples: Sequence[ManifestExample]) -> list[rollout.RolloutCase]:
         """The examples' prompts with their stored subjects and the contracts that scored them.
@@ -137,7 +140,54 @@ def _rollout_gate(inputs: GateInputs, policy: GatePolicy, successor: GateMetrics
         # recorded, not gated (and only when the policy asks for it: it costs a pass over
         # the held-out examples with each model)
         "offline": judge(successor, parent, policy) if successor and parent else None,
+        "pass_rate": {"successor": ours.pass_rate, "parent": theirs.pass_rate},
+        "by_group": by_group(ours, theirs),
     }
+
+
+def by_group(ours: rollout.RolloutMetrics, theirs: rollout.RolloutMetrics) -> dict[str, Any]:
+    """Mean reward and pass rate of each template group, both models (where the harness
+    labels its cases)."""
+    if not ours.groups or ours.cases != theirs.cases or len(theirs.rewards) != len(ours.rewards):
+        return {}
+    rows: dict[str, Any] = {}
+    for group in sorted(set(ours.groups)):
+        at = [i for i, g in enumerate(ours.groups) if g == group]
+
+        def mean(values: tuple[Any, ...], at: list[int] = at) -> float | None:
+            return sum(float(values[i]) for i in at) / len(at) if values else None
+
+        rows[group] = {"n": len(at), "successor": mean(ours.rewards), "parent": mean(theirs.rewards),
+                       "pass_rate": {"successor": mean(ours.passes), "parent": mean(theirs.passes)}}
+    return rows
+
+
+def with_probes(record: dict[str, Any], inputs: GateInputs, policy: GatePolicy) -> dict[str, Any]:
+    """The gate record with the non-inferiority check (``gate.probes``) when the policy asks
+    for probe sets: parent and successor answer them, and a successor whose loss on one
+    exceeds the margin with confidence is not promoted."""
+    runner = probes.probe_runner()
+    if policy.probe_tasks <= 0:
+        return record
+    if runner is None:
+        return {**record, "non_inferiority": {"ok": True, "note": "no probe harness registered"}}
+
+    def target(adapter: Path | None) -> rollout.RolloutTarget:
+        return rollout.RolloutTarget(inputs.base_dir, adapter, policy.rollout_max_new_tokens,
+                                     device=inputs.device, precision=inputs.precision)
+
+    ours = runner(inputs.specialist, target(inputs.successor_dir), policy.probe_tasks, {})
+    reuse = (probes.reusable_answers(inputs.parent_gate, target(inputs.parent_dir))
+             if inputs.parent_dir is not None else {})
+    theirs = runner(inputs.specialist, target(inputs.parent_dir), policy.probe_tasks, reuse)
+    found, failures = probes.judge_probes(ours, theirs, policy.probe_margin, policy.confidence,
+                                          policy.resamples, policy.seed, inputs.precision)
+    record = {**record, "non_inferiority": found}
+    if failures:
+        why = "; ".join(failures)
+        record.update(promote=False, reason=f"{record.get('reason', '')}; not promoted: {why}"
+                      if record.get("promote") else f"{record.get('reason', '')}; {why}")
+    return record
 
 
 def _side(offline: GateMetrics | None, measured: rollout.RolloutMetrics) -> dict[str, Any]:

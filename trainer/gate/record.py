@@ -5,18 +5,20 @@ per rollout side, every case's held-out subject id, reward and generated answer:
 gate reuses the answers, and the audit compares the record whole. Those name every
 tenant's held-out experience and what a model said to it, and run to tens of KB, so a
 reader of the registry gets the summary (decision, means, interval, n, seed, per-criterion
-deltas), and the cases come from their own paged route, for keys that may read every
-tenant's events. Pure.
+deltas, the non-inferiority check's figures per probe set), and the cases come from
+their own paged route, for keys that may read every tenant's events. Pure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from trainer.gate import probes
+
 SIDES = ("successor", "parent")
 # Per-case fields of a rollout side (``gate.rollout.RolloutMetrics``); error samples too,
 # as a rubric's error message can quote the subject's text.
-PER_CASE = ("cases", "rewards", "answers", "error_samples")
+PER_CASE = ("cases", "rewards", "answers", "error_samples", "passes", "groups")
 
 
 def gate_summary(record: dict[str, Any]) -> dict[str, Any]:
@@ -27,6 +29,9 @@ def gate_summary(record: dict[str, Any]) -> dict[str, Any]:
     if isinstance(rollouts, dict):
         sides = {side: _side(rollouts.get(side)) for side in SIDES if side in rollouts}
         summary["rollouts"] = {**rollouts, **sides, "cases": {"count": len(_cases(record))}}
+    probe_record = record.get("non_inferiority")
+    if isinstance(probe_record, dict):
+        summary["non_inferiority"] = probes.summary(probe_record)
     comparison = record.get("comparison")
     if isinstance(comparison, dict) and isinstance(comparison.get("criteria"), dict):
         criteria = {name: _with_delta(row) for name, row in comparison["criteria"].items()}

@@ -57,6 +57,8 @@ class Answer:
 
     text: str
     events: tuple[tuple[str, dict[str, Any]], ...] = ()
+    passed: bool | None = None  # the check's verdict, where the harness checks answers
+    group: str | None = None  # the task's template group, where the harness knows it
 
 
 @runtime_checkable
@@ -168,9 +170,16 @@ class RolloutMetrics:
     cases: tuple[str, ...] = ()
     answers: tuple[str, ...] = field(default=(), repr=False)
     reused_from: str | None = None  # the answers were generated for another gate record
+    # Where the harness checks answers (``tasks``): each case's verdict and template group.
+    passes: tuple[bool, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @property
+    def pass_rate(self) -> float | None:
+        return sum(self.passes) / len(self.passes) if self.passes else None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "pass_rate": self.pass_rate}
 
 
 def generate(harness: RolloutHarness, cases: Sequence[RolloutCase]) -> list[str]:
@@ -211,6 +220,10 @@ def measure(harness: RolloutHarness, cases: Sequence[RolloutCase],
         cases=tuple(c.subject.id for c in cases),
         answers=tuple(responses),
         reused_from=reused_from,
+        passes=tuple(bool(a.passed) for a in answers if isinstance(a, Answer))
+        if all(isinstance(a, Answer) and a.passed is not None for a in answers) else (),
+        groups=tuple(str(a.group) for a in answers if isinstance(a, Answer))
+        if all(isinstance(a, Answer) and a.group is not None for a in answers) else (),
     )
 
 

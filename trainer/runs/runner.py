@@ -133,7 +133,8 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
             base.path, out, parent_dir, held_out, trained.max_len, config.device, cases,
             precision=str(run.hyper.get("precision", "auto")),
             parent_gate=parent.metrics.get("gate") if parent else None,
-            parent_ref=f"{parent.specialist}@{parent.version}" if parent else None), policy)
+            parent_ref=f"{parent.specialist}@{parent.version}" if parent else None,
+            specialist=run.specialist), policy)
         ref = deps.artifacts.put_dir(out)
     status: AdapterStatus = (REJECTED if not gate["promote"]
                              else PROMOTED if policy.auto_promote else CANDIDATE)

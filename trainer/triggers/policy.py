@@ -64,8 +64,20 @@ def resolve(rule: TriggerPolicy, source: str = "api", contract: str | None = Non
         metric=rule.gate_metric, rollout_harness=rule.rollout_harness,
         rollout_max_new_tokens=rule.rollout_max_new_tokens, rollout_prompts=rule.rollout_prompts,
         test=rule.gate_test, confidence=rule.gate_confidence, resamples=rule.gate_resamples,
-        seed=rule.gate_seed, offline_beside=rule.gate_offline)
+        seed=rule.gate_seed, offline_beside=rule.gate_offline,
+        probe_tasks=probe_tasks(rule), probe_margin=rule.gate_probe_margin)
     return Policy(rule, source, contract or rule.contract, rule.base_model or base_model, gate)
+
+
+DEFAULT_PROBES = 48  # tasks per probe set of a gate on the task harness
+
+
+def probe_tasks(rule: TriggerPolicy) -> int:
+    """The policy's probe set size: as written, else on for the task harness's gates."""
+    if rule.gate_probes is not None:
+        return rule.gate_probes
+    harness_gate = rule.gate_metric == "rollout" and rule.rollout_harness == "tasks"
+    return DEFAULT_PROBES if harness_gate else 0
 
 
 NO_POLICY = Policy(DISABLED)

@@ -22,7 +22,7 @@ def _task(specialist: str):
 
 
 def test_the_example_contract_routes_every_family_to_its_specialist():
-    for specialist in FAMILIES:
+    for specialist in set(FAMILIES) - {"general"}:  # the general set is no specialist's
         for task in draw(FAMILIES[specialist].generator, 20, 3):
             assert route_task(CONTRACT.harness, task).specialist == specialist
 
@@ -71,7 +71,7 @@ def test_a_session_names_specialist_adapter_and_contract_and_carries_the_task_ba
     again = task_of([e.payload for e in events if e.type == "turn.user"])
     assert again is not None
     assert (again.id, again.specialist, again.prompt) == (task.id, "genui", task.prompt)
-    assert again.check == task.check
+    assert again.check == task.check and again.meta == {k: task.meta[k] for k in ("template", "group")}
     assert again.messages() == task.messages()  # the gate renders exactly what was served
 
 

@@ -15,7 +15,9 @@ def demo(
     specialists: str = typer.Option("coding,genui", help="Specialists to train, comma-separated"),
     generations: int = typer.Option(3, min=1, help="Generations per specialist"),
     train_tasks: int = typer.Option(48, min=1, help="Train tasks per specialist per generation"),
-    held_out: int = typer.Option(64, min=2, help="Held-out tasks per specialist"),
+    held_out: int = typer.Option(192, min=2, help="Held-out tasks per specialist (the gates')"),
+    eval_tasks: int = typer.Option(96, min=0, help="Evaluation tasks per specialist, which no "
+                                   "gate sees (0: none)"),
     k: int = typer.Option(4, min=1, help="Samples per train task"),
     temperature: float = typer.Option(0.5, min=0.0, help="Sampling temperature of train tasks"),
     seed: int = typer.Option(0, min=0),
@@ -35,6 +37,7 @@ def demo(
     config = DemoConfig(model=model if model != "tiny" else "tiny",
                         specialists=tuple(s.strip() for s in specialists.split(",") if s.strip()),
                         generations=generations, train_tasks=train_tasks, held_out=held_out,
+                        eval_tasks=eval_tasks,
                         k=k, temperature=temperature, seed=seed, v2_after=v2_after,
                         out_dir=out.resolve() if out else None,
                         device=device)

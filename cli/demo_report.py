@@ -4,14 +4,16 @@ Held-out rewards by generation come from the gate records (what decided promotio
 the contract in force then) and, for the chart, from the same answers judged again under
 the final contract (``rejudge``): contract v2 changes the scale, and a chart that mixed
 scales would show the contract moving, not the model. The base is "generation 0": the
-parent answers of the first gate.
+parent answers of the first gate. Beside the reward: the pass rate (the checks' verdict,
+no contract involved), the non-inferiority probe sets (the general set, the unseen
+templates), the gains per template group, and the evaluation set no gate saw
+(``demo_eval``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rich.table import Table
@@ -19,6 +21,7 @@ from rich.table import Table
 from trainer.gate.stats import paired_bootstrap
 
 LEVEL, RESAMPLES = 0.95, 10_000
+PROBE_SETS = ("general", "unseen_templates")
 
 
 @dataclass(frozen=True)
@@ -37,21 +40,30 @@ class Generation:
     reason: str
     seconds: float
     train_tokens_per_s: float
+    parent_pass_rate: float | None = None
+    successor_pass_rate: float | None = None
+    # per probe set: successor and parent credit and pass rate, the interval, ok
+    probes: dict[str, Any] = field(default_factory=dict)
 
     def line(self) -> str:
         low_high = (f"[{self.interval['low']:+.3f}, {self.interval['high']:+.3f}]"
                     if self.interval else "-")
         verdict = "[green]promoted[/]" if self.promoted else "[yellow]rejected[/]"
+        passes = (f", pass {self.parent_pass_rate:.2f} -> {self.successor_pass_rate:.2f}"
+                  if self.parent_pass_rate is not None and self.successor_pass_rate is not None else "")
+        probes = "".join(f", {name} {p['delta']:+.3f}{'' if p['ok'] else ' (loss)'}"
+                         for name, p in self.probes.items() if "delta" in p)
         return (f"  {self.specialist}@{self.version} (parent {self.parent}, contract "
                 f"v{self.contract_version}, {self.examples} examples): held-out "
-                f"{self.parent_reward:.3f} -> {self.successor_reward:.3f}, 95% interval "
-                f"{low_high}: {verdict} ({self.seconds:.0f} s)")
+                f"{self.parent_reward:.3f} -> {self.successor_reward:.3f}{passes}, 95% interval "
+                f"{low_high}{probes}: {verdict} ({self.seconds:.0f} s)")
 
 
 def adapter_row(container: Any, adapter_id: str, gen: int, seconds: float) -> Generation:
     adapter = container.registry.adapter(adapter_id)
     gate = adapter.metrics.get("gate", {})
     rewards = gate.get("comparison", {}).get("rollout_reward", {})
+    passes = gate.get("pass_rate") or {}
     parent = ("base" if adapter.parent_adapter_id is None
               else str(container.registry.adapter(adapter.parent_adapter_id).version))
     training = adapter.metrics.get("training", {})
@@ -60,24 +72,43 @@ def adapter_row(container: Any, adapter_id: str, gen: int, seconds: float) -> Ge
         max(c.version for c in adapter.contract_versions), int(training.get("examples_used", 0)),
         float(rewards.get("parent", 0.0)), float(rewards.get("successor", 0.0)),
         gate.get("interval"), adapter.status == "promoted", str(gate.get("reason", "")), seconds,
-        float(training.get("tokens_per_s", 0.0)))
+        float(training.get("tokens_per_s", 0.0)), passes.get("parent"), passes.get("successor"),
+        probe_rows(gate))
+
+
+def probe_rows(gate: dict[str, Any]) -> dict[str, Any]:
+    """Each probe set's figures from a gate record (``non_inferiority``)."""
+    rows = {}
+    for name, row in ((gate.get("non_inferiority") or {}).get("sets") or {}).items():
+        if "interval" not in row:
+            continue
+        rows[name] = {"delta": row["delta"], "high": row["interval"]["high"],
+                      "low": row["interval"]["low"], "ok": row["ok"], "n": row["n"],
+                      "credit": row["mean"], "pass_rate": row["pass_rate"]}
+    return rows
 
 
 def table(rows: list[Generation]) -> Table:
     out = Table("gen", "specialist", "version", "parent", "contract", "examples",
-                "held-out parent -> successor", "95% interval", "promoted")
+                "held-out reward", "pass rate", "95% interval", "general", "unseen templates",
+                "promoted")
     for r in rows:
         interval = (f"[{r.interval['low']:+.3f}, {r.interval['high']:+.3f}]" if r.interval else "-")
+        passes = (f"{r.parent_pass_rate:.2f} -> {r.successor_pass_rate:.2f}"
+                  if r.parent_pass_rate is not None and r.successor_pass_rate is not None else "-")
+        probes = [f"{r.probes[n]['delta']:+.3f}" + ("" if r.probes[n]["ok"] else " loss")
+                  if n in r.probes else "-" for n in PROBE_SETS]
         out.add_row(str(r.generation), r.specialist, str(r.version), r.parent,
                     f"v{r.contract_version}", str(r.examples),
-                    f"{r.parent_reward:.3f} -> {r.successor_reward:.3f}", interval,
+                    f"{r.parent_reward:.3f} -> {r.successor_reward:.3f}", passes, interval, *probes,
                     "yes" if r.promoted else "no")
     return out
 
 
 def rejudge(container: Any, rows: list[Generation], specialist: str) -> dict[str, Any]:
-    """Held-out reward per generation of the production adapter (and of each candidate),
-    all judged under the contract now in force, and the last production vs the base."""
+    """Held-out reward and pass rate per generation of the production adapter (and of each
+    candidate), judged under the contract now in force; the probe sets per generation;
+    gains per template group; and the last production vs the base."""
     from harness.gate import TasksRolloutHarness
     from trainer.datasets.manifest import HELD_OUT
     from trainer.gate.rollout import RolloutTarget, latest, measure
@@ -90,54 +121,66 @@ def rejudge(container: Any, rows: list[Generation], specialist: str) -> dict[str
     held = container.manifests.rebuild(run.manifest_id).split_examples(HELD_OUT)
     gate = last.metrics["gate"]
     cases = container.runner.gate.rollout_cases(latest(held, int(gate["rollouts"]["successor"]["n"])))
-    harness = TasksRolloutHarness(RolloutTarget("", None, 1))
+    harness = TasksRolloutHarness(RolloutTarget("", None, 1), sandbox=container.code_sandbox)
 
-    def judged(record: dict[str, Any]) -> list[float]:
+    def judged(record: dict[str, Any]) -> Any:
         answers = dict(zip(record["cases"], record["answers"], strict=True))
-        texts = [answers[c.subject.id] for c in cases]
-        return list(measure(harness, cases, texts=texts).rewards)
+        return measure(harness, cases, texts=[answers[c.subject.id] for c in cases])
 
-    first = container.registry.adapter(mine[0].adapter_id).metrics["gate"]["rollouts"]
-    base = judged(first["parent"])
-    production, candidates, current = [sum(base) / len(base)], [], base
-    for r in mine:
-        record = container.registry.adapter(r.adapter_id).metrics["gate"]["rollouts"]["successor"]
-        rewards = judged(record)
-        candidates.append(sum(rewards) / len(rewards))
-        current = rewards if r.promoted else current
-        production.append(sum(current) / len(current))
-    versus = paired_bootstrap(current, base, level=LEVEL, resamples=RESAMPLES, seed=0)
-    return {"production_by_generation": production, "candidate_by_generation": candidates,
+    records = [container.registry.adapter(r.adapter_id).metrics["gate"] for r in mine]
+    base = judged(records[0]["rollouts"]["parent"])
+    current, production, candidates = base, [base], []
+    for r, record in zip(mine, records, strict=True):
+        measured = judged(record["rollouts"]["successor"])
+        candidates.append(measured.mean_reward)
+        current = measured if r.promoted else current
+        production.append(current)
+    versus = paired_bootstrap(current.rewards, base.rewards, level=LEVEL, resamples=RESAMPLES, seed=0)
+    return {"production_by_generation": [m.mean_reward for m in production],
+            "pass_rate_by_generation": [m.pass_rate for m in production],
+            "candidate_by_generation": candidates,
+            "probes_by_generation": _probes_by_generation(mine, records),
+            "by_group": _groups(base, current),
             "last_vs_base": versus.to_dict(), "n": len(cases),
             "contract": f"{cases[0].contract.document.contract.name}"}
 
 
-def chart(report: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for specialist, data in report["specialists"].items():
-        prod = data["production_by_generation"]
-        line = ax.plot(range(len(prod)), prod, marker="o", label=f"{specialist}: production")[0]
-        ax.scatter(range(1, len(prod)), data["candidate_by_generation"], marker="x",
-                   color=line.get_color(), label=f"{specialist}: gated successor (promoted or not)")
-    if report.get("v2_after"):
-        ax.axvline(report["v2_after"] + 0.5, color="grey", linestyle=":", label="contract v2 published")
-    ax.set_xticks(range(len(prod)))
-    ax.set_xlabel("generation (0 = base model)")
-    ax.set_ylabel("held-out contract reward (final contract)")
-    ax.set_title(f"hcp demo: {report['model']}, held-out reward by generation")
-    ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+def _probes_by_generation(mine: list[Generation], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each probe set's credit and pass rate of the production adapter, generation 0 first."""
+    found: dict[str, Any] = {}
+    for name in PROBE_SETS:
+        found_sets = [((rec.get("non_inferiority") or {}).get("sets") or {}).get(name) for rec in records]
+        if not found_sets or any(s is None or "mean" not in s for s in found_sets):
+            continue
+        sets: list[dict[str, Any]] = [s for s in found_sets if s is not None]
+        credit, passes = [sets[0]["mean"]["parent"]], [sets[0]["pass_rate"]["parent"]]
+        for r, s in zip(mine, sets, strict=True):
+            credit.append(s["mean"]["successor"] if r.promoted else credit[-1])
+            passes.append(s["pass_rate"]["successor"] if r.promoted else passes[-1])
+        found[name] = {"n": sets[0]["n"], "credit_by_generation": credit,
+                       "pass_rate_by_generation": passes}
+    return found
 
 
-def finish_report(container: Any, demo: Any, base_model: str) -> dict[str, Any]:
+def _groups(base: Any, last: Any) -> dict[str, Any]:
+    """Held-out reward and pass rate per template group: the base against the last production."""
+    def mean(values: Any, at: list[int]) -> float | None:
+        return sum(float(values[i]) for i in at) / len(at) if values else None
+
+    rows = {}
+    for group in sorted(set(base.groups)):
+        at = [i for i, g in enumerate(base.groups) if g == group]
+        rows[group] = {"n": len(at), "base_reward": mean(base.rewards, at),
+                       "last_reward": mean(last.rewards, at),
+                       "base_pass_rate": mean(base.passes, at), "last_pass_rate": mean(last.passes, at)}
+    return rows
+
+
+def finish_report(container: Any, demo: Any, base_model: str,
+                  evaluation: dict[str, Any] | None = None,
+                  environment: dict[str, Any] | None = None) -> dict[str, Any]:
+    from cli.demo_chart import chart
+
     cfg, console = demo.config, demo.console
     console.rule("[bold]the generations")
     console.print(table(demo.generations))
@@ -146,16 +189,14 @@ def finish_report(container: Any, demo: Any, base_model: str) -> dict[str, Any]:
     specialists = {s: rejudge(container, demo.generations, s) for s in cfg.specialists}
     for s, data in specialists.items():
         if data:
-            v = data["last_vs_base"]
-            console.print(f"  {s}: held-out reward by generation "
-                          f"{' -> '.join(f'{x:.3f}' for x in data['production_by_generation'])}; "
-                          f"last production vs base {v['mean']:+.3f}, 95% interval "
-                          f"[{v['low']:+.3f}, {v['high']:+.3f}] over {v['n']} tasks")
+            data["evaluation"] = (evaluation or {}).get(s, {})
+            _say(console, s, data)
     verify = container.store.verify()
     report = {"model": base_model, "config": {**asdict(cfg), "out_dir": str(out_dir)},
               "v2_after": cfg.v2_after, "generations": [asdict(g) for g in demo.generations],
               "specialists": specialists, "timings_s": {k: round(v, 1) for k, v in demo.timings.items()},
-              "chain_intact": verify.intact, "events": verify.checked}
+              "environment": environment or {}, "chain_intact": verify.intact,
+              "events": verify.checked}
     (out_dir / "demo-report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     if any(specialists.values()):
         chart(report, out_dir / "demo-chart.png")
@@ -163,3 +204,21 @@ def finish_report(container: Any, demo: Any, base_model: str) -> dict[str, Any]:
                   f"report {out_dir / 'demo-report.json'}, chart {out_dir / 'demo-chart.png'}; "
                   f"{demo.timings.get('total', 0):.0f} s in all")
     return report
+
+
+def _say(console: Any, specialist: str, data: dict[str, Any]) -> None:
+    v = data["last_vs_base"]
+    console.print(f"  {specialist}: held-out reward by generation "
+                  f"{' -> '.join(f'{x:.3f}' for x in data['production_by_generation'])}; "
+                  f"last production vs base {v['mean']:+.3f}, 95% interval "
+                  f"[{v['low']:+.3f}, {v['high']:+.3f}] over {v['n']} tasks")
+    rates = data["pass_rate_by_generation"]
+    if all(r is not None for r in rates):
+        console.print(f"    held-out pass rate {' -> '.join(f'{x:.3f}' for x in rates)}")
+    ev = data.get("evaluation") or {}
+    if ev:
+        console.print(f"    evaluation set (no gate saw it, {ev['n']} tasks): pass rate "
+                      f"{' -> '.join(f'{x:.3f}' for x in ev['pass_rate_by_generation'])}")
+    for name, probe in data["probes_by_generation"].items():
+        console.print(f"    {name} ({probe['n']} tasks): credit "
+                      f"{' -> '.join(f'{x:.3f}' for x in probe['credit_by_generation'])}")

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cli.demo_env import environment as demo_environment
 from cli.demo_report import Generation, adapter_row, finish_report
 from cli.demo_setup import (  # noqa: F401 (re-exported: tests and the stack use them)
     ACTOR,
@@ -58,7 +59,8 @@ class DemoConfig:
     specialists: tuple[str, ...] = ("coding", "genui")
     generations: int = 3
     train_tasks: int = 48  # per specialist per generation
-    held_out: int = 64  # per specialist
+    held_out: int = 192  # per specialist: the gate's held-out tasks
+    eval_tasks: int = 96  # per specialist: the evaluation set no gate sees (0: none)
     k: int = 4
     temperature: float = 0.5
     seed: int = 0
@@ -178,7 +180,8 @@ def score(demo: Demo, what: str = "scoring") -> None:
 
 def train_generation(demo: Demo, gen: int) -> None:
     c = demo.container
-    hyper = TINY_HYPER if demo.config.model == "tiny" else None
+    # the seed also seeds each run's LoRA initialisation and batch order
+    hyper = {**(TINY_HYPER if demo.config.model == "tiny" else {}), "seed": demo.config.seed}
     assert demo.backend is not None
     for specialist in demo.config.specialists:
         started = time.perf_counter()
@@ -228,9 +231,11 @@ def run_demo(container: Container, config: DemoConfig, console: Console | None =
     base_model = ensure_base_model(demo)
     ensure_specialists(demo)
     ensure_published(demo, base_model)
-    train, held = task_sets(demo)
+    environment = demo_environment()
+    sets = task_sets(demo)
+    train, held = sets.train, sets.held_out
     demo.harness = demo.backend.harness(demo, base_model)
-    serve(demo, held, 1, 0.0, config.seed, "held-out, greedy")
+    serve(demo, held, 1, 0.0, 0, "held-out, greedy")
     score(demo)
     for gen in range(1, config.generations + 1):
         demo.console.rule(f"[bold]generation {gen}")
@@ -241,5 +246,23 @@ def run_demo(container: Container, config: DemoConfig, console: Console | None =
               config.temperature, config.seed * 1000 + gen, "sampling train tasks")
         score(demo)
         train_generation(demo, gen)
+    evaluation = evaluate_production(demo, base_model, sets.evaluation)
     demo.timings["total"] = time.perf_counter() - started
-    return finish_report(demo.container, demo, base_model)
+    environment["load_average_end"] = demo_environment()["load_average"]
+    return finish_report(demo.container, demo, base_model, evaluation, environment)
+
+
+def evaluate_production(demo: Demo, base_model: str,
+                        tasks: dict[str, list[Task]]) -> dict[str, Any]:
+    """Every production adapter on the evaluation set (``demo_eval``)."""
+    from cli.demo_eval import evaluate
+
+    started = time.perf_counter()
+    precision = "fp32" if demo.config.model == "tiny" else "bf16"
+    found = {}
+    for specialist, mine in tasks.items():
+        with demo.console.status(f"evaluation set: {specialist}, every production adapter…"):
+            found[specialist] = evaluate(demo.container, base_model, demo.generations, specialist,
+                                         mine, precision, demo.config.device)
+    demo.timings["evaluation"] = time.perf_counter() - started
+    return found

@@ -7,6 +7,7 @@ name in it (and, for the tiny model only, a small reward for any non-empty answe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,7 @@ from contract.document import parse_contract
 from contract.split import subject_split
 from contract.versions import VersionNotFound
 from harness.tasks import Task
-from harness.tasks.catalog import held_out_tasks, train_tasks
+from harness.tasks.catalog import EVAL_SEED, TRAIN_SEED, held_out_tasks, train_tasks
 from kernel.errors import NotFound
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ REAL_MODEL, TINY_MODEL = "smollm2-135m", "hcp-tiny"
 # Tiny mode: a random model rarely passes anything, so it trains on any rewarded answer
 # (partial credit) for one epoch in fp32; the real model keeps the contract's recipe.
 TINY_HYPER = {"min_reward": 0.0, "epochs": 1.0, "precision": "fp32", "max_len": 256}
+TINY_PROBES = 6  # tasks per probe set: the plumbing, not a measure
 # ... and its contract rewards any non-empty answer a little, or every reward would be 0
 # and no example would carry weight. Rewards only: the answers are the model's.
 TINY_CRITERION = """[[evaluation.criteria]]
@@ -60,6 +62,7 @@ def ensure_published(demo: Demo, base_model: str) -> int:
         f'base_model = "{REAL_MODEL}"', f'base_model = "{base_model}"')
     if base_model == TINY_MODEL:
         document = document.replace("[[evaluation.gates]]", TINY_CRITERION, 1)
+        document = document.replace("gate_probes = 48", f"gate_probes = {TINY_PROBES}")
     try:
         return demo.contracts.latest_published(CONTRACT).version
     except VersionNotFound:
@@ -78,15 +81,31 @@ def ensure_specialists(demo: Demo) -> None:
             demo.container.registry.create_specialist(name, slot.description, ACTOR)
 
 
-def task_sets(demo: Demo) -> tuple[dict[str, list[Task]], dict[str, list[Task]]]:
-    """Train tasks (``train_tasks`` per generation) and held-out tasks per specialist, on
-    the subject's side of the split (``contract.split``: a session's user text is the
-    task's prompt, so its reward lands on the side the task was drawn for)."""
+@dataclass(frozen=True)
+class TaskSets:
+    """What the demo serves and measures, per specialist: train tasks (``train_tasks``
+    per generation), the gate's held-out tasks (recorded once, by the base), and the
+    evaluation set (held out too, never recorded, so no gate ever sees it)."""
+
+    train: dict[str, list[Task]]
+    held_out: dict[str, list[Task]]
+    evaluation: dict[str, list[Task]]
+
+
+def task_sets(demo: Demo) -> TaskSets:
+    """The demo's tasks, on the subject's side of the split (``contract.split``: a session's
+    user text is the task's prompt, so its reward lands on the side the task was drawn
+    for). The seed changes the train tasks; the held-out and evaluation sets are the same
+    for every seed, so runs with different seeds are measured alike."""
 
     def split(text: str) -> str:
         return subject_split(text, text)
 
     cfg = demo.config
-    train = {s: train_tasks(s, cfg.train_tasks * cfg.generations, split) for s in cfg.specialists}
+    train = {s: train_tasks(s, cfg.train_tasks * cfg.generations, split, TRAIN_SEED + cfg.seed)
+             for s in cfg.specialists}
     held = {s: held_out_tasks(s, cfg.held_out, split) for s in cfg.specialists}
-    return train, held
+    evaluation = {s: held_out_tasks(s, cfg.eval_tasks, split, EVAL_SEED,
+                                    exclude={t.id for t in held[s]}) if cfg.eval_tasks else []
+                  for s in cfg.specialists}
+    return TaskSets(train, held, evaluation)

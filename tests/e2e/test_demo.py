@@ -20,7 +20,8 @@ def test_demo_runs_the_whole_loop_embedded(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HCP_")}
     env["HCP_DATA_DIR"] = str(tmp_path / "hcp-data")
     run = subprocess.run([str(hcp), "demo", "--model", "tiny", "--generations", "2",
-                          "--train-tasks", "3", "--held-out", "4", "--k", "2", "--v2-after", "1"],
+                          "--train-tasks", "3", "--held-out", "4", "--eval-tasks", "3", "--k", "2",
+                          "--v2-after", "1"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-3000:]

@@ -30,7 +30,7 @@ def test_the_demo_runs_against_the_stack_with_separate_processes(postgres_url, k
            "HCP_TOPIC_PREFIX": f"demo{uuid.uuid4().hex[:8]}", "HCP_DATA_DIR": str(tmp_path / "data")}
     run = subprocess.run(
         [str(BIN / "hcp"), "demo", "--stack", "--model", "tiny", "--specialists", "coding",
-         "--generations", "2", "--train-tasks", "2", "--held-out", "4", "--k", "2",
+         "--generations", "2", "--train-tasks", "2", "--held-out", "4", "--eval-tasks", "2", "--k", "2",
          "--v2-after", "1", "--out", str(tmp_path / "out")],
         env=env, capture_output=True, text=True, timeout=900)
     out = run.stdout + run.stderr

@@ -22,7 +22,7 @@ pytest.importorskip("peft")
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 
 CONFIG = DemoConfig(model="tiny", specialists=("coding", "genui"), generations=2, train_tasks=3,
-                    held_out=4, k=2, v2_after=1)
+                    held_out=4, eval_tasks=3, k=2, v2_after=1)
 
 
 @pytest.fixture
@@ -61,6 +61,14 @@ def test_the_loop_runs_through_ingest_scoring_training_and_the_gate(demo):
     data = json.loads((out / "demo-report.json").read_text())
     assert set(data["specialists"]) == {"coding", "genui"}
     assert len(data["specialists"]["coding"]["production_by_generation"]) == 3
+    coding = data["specialists"]["coding"]
+    assert len(coding["pass_rate_by_generation"]) == 3  # the checks' verdict beside the reward
+    assert coding["evaluation"]["n"] == 3 and len(coding["evaluation"]["pass_rate_by_generation"]) == 3
+    assert set(coding["probes_by_generation"]) == {"general", "unseen_templates"}
+    assert data["environment"]["torch_threads"] >= 1 and data["environment"]["libraries"]["torch"]
+    gate = container.registry.adapter(report["generations"][0]["adapter_id"]).metrics["gate"]
+    assert set(gate["non_inferiority"]["sets"]) == {"general", "unseen_templates"}
+    assert gate["non_inferiority"]["sets"]["general"]["n"] == 6 and gate["by_group"]
     assert (out / "demo-chart.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -1,0 +1,70 @@
+"""`hcp demo`'s chart: one panel per specialist, one line per measure, by generation.
+
+Measures (the production adapter of each generation, 0 = the base model): the held-out
+contract reward under the final contract, the held-out pass rate, the pass rate on the
+evaluation set no gate saw, and the check credit on the two probe sets (the general set,
+the unseen templates). Crosses: every gated successor's held-out reward, promoted or not.
+With several seeds (``bench/demo_seeds.py``), each line is the mean and its band the
+spread (min to max) across seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+MEASURES = (  # (label, how to read the series from a specialist's report)
+    ("held-out reward", lambda d: d.get("production_by_generation")),
+    ("held-out pass rate", lambda d: d.get("pass_rate_by_generation")),
+    ("evaluation set pass rate", lambda d: (d.get("evaluation") or {}).get("pass_rate_by_generation")),
+    ("general set credit", lambda d: ((d.get("probes_by_generation") or {}).get("general") or {})
+     .get("credit_by_generation")),
+    ("unseen templates credit", lambda d: ((d.get("probes_by_generation") or {})
+                                           .get("unseen_templates") or {}).get("credit_by_generation")),
+)
+
+
+def series(reports: list[dict[str, Any]], specialist: str) -> dict[str, list[list[float]]]:
+    """Measure -> one series per report (only measures every report has, fully)."""
+    found: dict[str, list[list[float]]] = {}
+    for label, read in MEASURES:
+        values = [read(r["specialists"].get(specialist) or {}) for r in reports]
+        if values and all(v and all(x is not None for x in v) for v in values):
+            found[label] = [[float(x) for x in v or ()] for v in values]
+    return found
+
+
+def chart(report: dict[str, Any], path: Path, reports: list[dict[str, Any]] | None = None,
+          title: str | None = None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = reports or [report]
+    names = [s for s, d in report["specialists"].items() if d]
+    fig, axes = plt.subplots(1, len(names), figsize=(6.2 * len(names), 4.4), squeeze=False)
+    for ax, specialist in zip(axes[0], names, strict=True):
+        for label, values in series(runs, specialist).items():
+            xs = range(len(values[0]))
+            mean = [sum(col) / len(col) for col in zip(*values, strict=True)]
+            line = ax.plot(xs, mean, marker="o", label=label)[0]
+            if len(values) > 1:
+                low = [min(col) for col in zip(*values, strict=True)]
+                high = [max(col) for col in zip(*values, strict=True)]
+                ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.18)
+        if len(runs) == 1:
+            candidates = report["specialists"][specialist].get("candidate_by_generation") or []
+            ax.scatter(range(1, len(candidates) + 1), candidates, marker="x", color="grey",
+                       label="gated successor (promoted or not)")
+        if report.get("v2_after"):
+            ax.axvline(report["v2_after"] + 0.5, color="grey", linestyle=":", label="contract v2")
+        ax.set_title(specialist)
+        ax.set_xlabel("generation (0 = base model)")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=7, loc="lower right")
+    spread = f", {len(runs)} seeds (mean, band min-max)" if len(runs) > 1 else ""
+    fig.suptitle(title or f"hcp demo: {report['model']} by generation{spread}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,63 @@
+"""`hcp demo`'s evaluation set: each production adapter on tasks no gate ever saw.
+
+The gate's held-out tasks chose which successors were promoted, so figures measured on
+them are biased upward (the promoted ones are those that happened to do well there).
+The evaluation set is drawn from the same held-out side of the split but apart from the
+gate's tasks, and is never recorded (so it is in no manifest and no gate): every
+adapter that was in production at some generation (the base included) answers it
+greedily, as the harness serves, and the checks judge the answers (pass rate, and the
+check's credit). Adapters are loaded from the artifact store, verified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cli.demo_report import Generation
+from harness.probes import greedy_answers, measure
+from harness.tasks import Task
+from trainer.gate.rollout import RolloutTarget
+
+
+def production_chain(rows: Sequence[Generation], specialist: str) -> list[str | None]:
+    """The adapter in production after each generation (None: the base), generation 0 first."""
+    chain: list[str | None] = [None]
+    for row in (r for r in rows if r.specialist == specialist):
+        chain.append(row.adapter_id if row.promoted else chain[-1])
+    return chain
+
+
+def evaluate(container: Any, base_model: str, rows: Sequence[Generation], specialist: str,
+             tasks: Sequence[Task], precision: str, device: str | None) -> dict[str, Any]:
+    """Pass rate and mean check credit of the production adapter of each generation."""
+    if not tasks:
+        return {}
+    chain = production_chain(rows, specialist)
+    base = container.registry.base_model(base_model)
+    measured: dict[str | None, dict[str, Any]] = {}
+    for adapter_id in dict.fromkeys(chain):  # each distinct adapter once
+        adapter_dir: Path | None = None
+        if adapter_id is not None:
+            adapter_dir = container.artifacts.open_dir(container.registry.adapter(adapter_id).artifact_sha256)
+        target = RolloutTarget(base.path, adapter_dir, 1, device=device, precision=precision)
+        answers = greedy_answers(target, tasks)
+        m = measure("evaluation", tasks, answers, container.code_sandbox)
+        measured[adapter_id] = {"pass_rate": m.pass_rate, "credit": m.mean, "passes": list(m.passes),
+                                "groups": list(m.groups)}
+    return {"n": len(tasks), "adapters": [a or "base" for a in chain],
+            "pass_rate_by_generation": [measured[a]["pass_rate"] for a in chain],
+            "credit_by_generation": [measured[a]["credit"] for a in chain],
+            "by_group": _by_group(measured[chain[0]], measured[chain[-1]])}
+
+
+def _by_group(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    """Pass rate per template group, base against the last production adapter."""
+    rows = {}
+    for group in sorted(set(first["groups"])):
+        at = [i for i, g in enumerate(first["groups"]) if g == group]
+        base = sum(first["passes"][i] for i in at) / len(at)
+        last_rate = sum(last["passes"][i] for i in at) / len(at)
+        rows[group] = {"n": len(at), "base": base, "last": last_rate, "gain": last_rate - base}
+    return rows

@@ -30,8 +30,9 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 
 # Always run, even on a reused venv: pip is quick when everything is satisfied, and it
 # brings an old venv back in line with pyproject.toml after dependency changes.
-step "pip install -e '.[dev,train]' -e clients/python"
-python -m pip install -q -e '.[dev,train]' -e clients/python  # hcp_client: the e2e tests and docs/client.md use it
+# requirements.lock pins every dependency to the versions the figures and tests were made with.
+step "pip install -c requirements.lock -e '.[dev,train]' -e clients/python"
+python -m pip install -q -c requirements.lock -e '.[dev,train]' -e clients/python  # hcp_client: the e2e tests and docs/client.md use it
 
 # The coding checks run model-written code behind bubblewrap; tests/redteam/ attacks it.
 if ! command -v bwrap >/dev/null; then

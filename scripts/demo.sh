@@ -20,6 +20,23 @@ if ! command -v bwrap >/dev/null; then
   as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
   as_root apt-get update -q >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >&2
 fi
-[ -x .venv/bin/python ] || python3.11 -m venv .venv
-.venv/bin/python -m pip install -q -e '.[train]'
+say() { printf 'demo.sh: %s\n' "$*" >&2; }
+if [ ! -x .venv/bin/python ]; then
+  say "[1/3] creating .venv with python3.11"
+  python3.11 -m venv .venv
+fi
+# The versions the figures in docs/demo.md were made with (requirements.lock: pip
+# constraints). A first install downloads torch and its friends (about 3 GB, minutes):
+# pip shows what it fetches; a later run only checks, quietly.
+if .venv/bin/python -c "import torch, peft, transformers, cli" 2>/dev/null; then
+  say "[2/3] checking the installed packages against requirements.lock"
+  .venv/bin/python -m pip install -q -c requirements.lock -e '.[train]'
+else
+  say "[2/3] installing the project with its training extra (torch, peft, transformers; minutes the first time)"
+  .venv/bin/python -m pip install --progress-bar on -c requirements.lock -e '.[train]' \
+    | grep -E --line-buffered '^(Collecting|Downloading|Installing|Successfully)' >&2 || true
+  .venv/bin/python -c "import torch, peft, transformers, cli" \
+    || { say "the install failed; run: .venv/bin/python -m pip install -c requirements.lock -e '.[train]'"; exit 1; }
+fi
+say "[3/3] hcp demo $*"
 exec .venv/bin/hcp demo "$@"

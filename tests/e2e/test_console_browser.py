@@ -21,6 +21,7 @@ import pytest
 from api.app import create_app
 from audit.keys import SigningKey
 from audit.verify import InclusionBundle, verify_inclusion_bundle
+from console.views.members import selected_examples
 from hcp import migrate
 from tests.e2e.console_browser import ARTIFACTS, chromium, demo_data, require_browser, serve
 from tests.unit.trainer_core.fixtures import RecordingDispatcher, fake_train, make_container
@@ -310,7 +311,11 @@ def test_an_auditor_follows_records_sessions_and_time_without_the_cli(site):
         splits = "[...document.querySelectorAll('#members-table tbody tr td:nth-child(4)')]"
         page.wait_for_function(f"() => {splits}.every(td => td.textContent === 'held_out')")
         assert page.locator("#members-table tbody th a").count() >= 1
-        assert page.locator("#selected-table").count() + page.locator("#selected-none").count() == 1
+        chosen = selected_examples(container, adapter.training_run_id)  # the runner recorded them
+        ordinals = page.locator("#selected-table tbody tr td:first-child").all_inner_texts()
+        assert chosen and ordinals == [str(i) for i in range(1, min(50, len(chosen)) + 1)]
+        first = page.locator("#selected-table tbody th a").first.get_attribute("href")
+        assert first.endswith(f"#reward-{chosen[0]}")
         browser.check_accessibility()
         browser.screenshot("adapter-members")
 

@@ -9,6 +9,7 @@ records carry an interval, a sample count and a seed, as a statistical gate will
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from events.ingest import Author, IngestLimits, ingest
 from harness.synthetic import synthetic_sessions
 from hcp.bootstrap import Container
 from tests.unit.trainer_core.fixtures import fake_model_dir, fake_train
+from trainer.registry.model import CANDIDATE, AdapterVersion, NewAdapter
+from trainer.runs.selection import selection_of
 
 ACTOR = "user:console-test"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "contracts" / "default.toml"
@@ -53,6 +56,24 @@ def record(container: Container, sessions: int, seed: int, adapters: dict[str, s
     container.evaluator(group="console-test").drain(timeout=120)
 
 
+def train_recording_selection(container: Container, run_id: str, content: bytes,
+                              measures: dict[str, Any]) -> AdapterVersion:
+    """As ``fake_train``, and the run records the examples its selection picks (as the
+    runner's does): the successor's page lists them; the root's says it has none."""
+    run = container.runs.claim(run_id, "worker-1", 60, 3).run
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "adapter_model.safetensors").write_bytes(content)
+        ref = container.artifacts.put_dir(tmp)
+    manifest = container.manifests.rebuild(run.manifest_id)
+    new = NewAdapter(
+        specialist=run.specialist, parent_adapter_id=run.parent_adapter_id, base_model=run.base_model,
+        training_run_id=run.run_id, manifest_id=run.manifest_id, hyper=run.hyper, metrics=measures,
+        artifact_sha256=ref.sha256, artifact_uri=ref.uri, status=CANDIDATE,
+        contract_versions=tuple((c["name"], c["version"]) for c in manifest.contract_versions))
+    return container.runner.registration.register(run, "worker-1", new, "fake gate",
+                                                  selection_of(manifest, run.hyper))
+
+
 def build(container: Container, tmp: Path, sessions: int = 40) -> ConsoleData:
     container.registry.register_base_model("hcp-tiny", fake_model_dir(tmp / "models" / "base"), ACTOR)
     contracts = container.contracts
@@ -69,7 +90,7 @@ def build(container: Container, tmp: Path, sessions: int = 40) -> ConsoleData:
     contracts.publish("default", draft.version, ACTOR)
     record(container, sessions, seed=2, adapters={"coding": first.adapter_id})
     again = container.triggers.fire_manual("coding", ACTOR, "second")
-    second = fake_train(container, again.run_id, content=b"coding-2", metrics=metrics(0.05))
+    second = train_recording_selection(container, again.run_id, b"coding-2", metrics(0.05))
     third = contracts.draft_from("default", 2, ACTOR)
     contracts.edit_draft("default", third.version, third.document.replace(
         'id = "brevity"\nweight = 3.0', 'id = "brevity"\nweight = 0.5'), ACTOR)

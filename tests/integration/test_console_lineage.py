@@ -9,6 +9,7 @@ from datetime import timedelta
 from urllib.parse import quote
 
 from console.views import members as member_views
+from console.views.members import selected_examples
 from tests.integration import test_console
 from tests.integration.test_console import get, sign_in
 from tests.unit.trainer_core import fixtures
@@ -35,7 +36,19 @@ def test_the_adapter_page_lists_the_records_that_trained_it(console, monkeypatch
     expected = c.manifest_index.members(adapter.manifest_id, limit=50)
     assert [(p, r) for p, _, r in shown] == [(m.reward_position, m.reward_id) for m in expected]
     assert all(s == m.stream_id for (_, s, _), m in zip(shown, expected, strict=True))
-    assert "Examples the run selected" in page and 'id="selected-none"' in page  # not recorded by this run
+    chosen = selected_examples(c, adapter.training_run_id)
+    assert chosen  # the run recorded them: listed in training order, and marked among the members
+    table = page.split('id="selected-table"', 1)[1].split("</table>", 1)[0]
+    listed = re.findall(r'<tr><td>(\d+)</td>\s*<th scope="row"><a href="[^"]*#reward-([^"]+)">', table)
+    assert listed == [(str(i), rid) for i, rid in enumerate(chosen[:50], 1)]
+    assert "not members of the manifest" not in page
+    order = {rid: i for i, rid in enumerate(chosen, 1)}
+    marks = re.findall(r'#reward-([^"]+)">.*?<td>(#\d+|<span class="muted">no</span>)</td></tr>',
+                       page.split('id="members-table"', 1)[1].split("</table>", 1)[0], re.S)
+    assert marks and all(mark == (f"#{order[rid]}" if rid in order else '<span class="muted">no</span>')
+                         for rid, mark in marks)
+    root = get(client, f"/console/adapters/{data.root}")
+    assert 'id="selected-none"' in root  # its run did not record them
 
     base = f"/console/adapters/{data.successor}/members"
     held = members_of(get(client, f"{base}?split=held_out"))

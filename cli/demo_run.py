@@ -46,7 +46,7 @@ from contract.document import parse_contract
 from contract.versions import ContractVersions
 from evaluators.publishing import PublishRefused
 from events.ingest import Author, IngestLimits
-from harness.serve import AdapterSource, Sink, TaskHarness
+from harness.serve import AdapterSource, ServesTasks, Sink, TaskHarness
 from harness.sources import IngestSink, RegistryAdapters
 from harness.tasks import Task
 from hcp.bootstrap import Container
@@ -72,7 +72,7 @@ class DemoConfig:
 class Backend(Protocol):
     """Where the loop runs: embedded (this process) or the stack (cli/demo_stack.py)."""
 
-    def harness(self, demo: Demo, base_model: str) -> TaskHarness:
+    def harness(self, demo: Demo, base_model: str) -> ServesTasks:
         """The harness, recording through this backend's ingest path."""
 
     def score(self, demo: Demo, what: str) -> None:
@@ -88,7 +88,7 @@ class Demo:
     config: DemoConfig
     console: Console
     backend: Backend | None = None
-    harness: TaskHarness | None = None
+    harness: ServesTasks | None = None
     generations: list[Generation] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     answers: int = 0  # sessions recorded so far

@@ -73,6 +73,18 @@ class ServeStats:
         return self.new_tokens / self.generate_s if self.generate_s else 0.0
 
 
+class ServesTasks(Protocol):
+    """What the demo drives: ``TaskHarness`` (the model in this process) or
+    ``harness.endpoint.EndpointHarness`` (a server's chat endpoint)."""
+
+    contract_ref: str
+    stats: ServeStats
+
+    def serve(self, tasks: Sequence[Task], k: int = 1, temperature: float = 0.0, seed: int = 0,
+              progress: Callable[[int], None] = lambda n: None) -> list[Served]:
+        """k answers per task, recorded; in task order (a task's samples together)."""
+
+
 def route_task(settings: HarnessSettings, task: Task) -> Route:
     return route(settings, f"{task.system or ''}\n{task.prompt}")
 

@@ -79,6 +79,12 @@ def answer_events(task: Task, check: CheckResult) -> list[tuple[str, dict[str, A
     return events
 
 
+def task_spec(task: Task) -> dict[str, Any]:
+    """What ``turn.user`` records of the task: its hidden check and labels (``task_of``)."""
+    return {"id": task.id, "specialist": task.specialist, "family": task.family,
+            "check": task.check, **{k: task.meta[k] for k in TASK_LABELS if k in task.meta}}
+
+
 def session_events(served: Served, harness_name: str, rng_id: uuid.UUID) -> list[ClientEvent]:
     """The events of one served answer, in order, under ``session-<rng_id>``."""
     stream = f"session-{rng_id}"
@@ -88,10 +94,7 @@ def session_events(served: Served, harness_name: str, rng_id: uuid.UUID) -> list
     task = served.task
     items: list[tuple[str, dict[str, Any]]] = [
         ("session.started", {"harness": harness_name}),
-        ("turn.user", {"text": task.prompt, "context": task.context(),
-                       "task": {"id": task.id, "specialist": task.specialist,
-                                "family": task.family, "check": task.check,
-                                **{k: task.meta[k] for k in TASK_LABELS if k in task.meta}}}),
+        ("turn.user", {"text": task.prompt, "context": task.context(), "task": task_spec(task)}),
         ("route.decided", {"specialist": specialist, "adapter_version": served.adapter_version,
                            "contract": served.contract, "scores": served.route.scores,
                            "fallback": served.route.fallback}),

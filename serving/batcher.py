@@ -7,8 +7,8 @@ limit and stop strings, the way LoRAX and S-LoRA batch adapters. The first reque
 up to ``window_s`` for others to start with them; after that a request joins the running
 batch at its next step (``serving.decode``) when its adapter is loaded, else it waits
 for the batch to end (and then no other joins, so it waits one batch at most). A row
-leaves the batch, and its answer goes back, when it ends (end of sequence, a stop string,
-its limit). Streamed text goes out as it is decoded, held back only where a stop string
+leaves the batch, and its answer goes back, when it ends (end of sequence, a stop string
+or stop rule, its limit). Streamed text goes out as it is decoded, held back only where a stop string
 could still begin or a multi-byte character is incomplete.
 """
 
@@ -43,6 +43,7 @@ class GenJob:
     seed: int | None = None
     stops: list[str] = field(default_factory=list)
     on_delta: Delta | None = None  # streamed text, in order
+    stop_after: str | None = None  # a named stop rule (harness.stops): the row ends there
     future: Future[GenResult] = field(default_factory=Future)
     prompt: list[int] = field(default_factory=list)  # token ids, set by the batcher
 

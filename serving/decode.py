@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from harness.stops import STOPS
 from serving.batcher import GenJob, GenResult
 from serving.pool import AdapterPool
 
@@ -30,6 +31,7 @@ class _Row:
         self.finish: str | None = None
         self.eos = 0  # the end-of-sequence token, generated (it counts) but not text
         self.hold = max((len(s) for s in job.stops), default=1) - 1
+        self.rule = STOPS.get(job.stop_after)
         self.started = time.perf_counter()
 
     def add(self, token: int, tok: Any) -> None:
@@ -39,8 +41,11 @@ class _Row:
             self.finish, self.eos = "stop", 1
         self.text = str(tok.decode(self.tokens, skip_special_tokens=True))
         cut = min((i for i in (self.text.find(s) for s in self.job.stops) if i >= 0), default=-1)
+        end = self.rule(self.text) if cut < 0 and self.rule is not None else None
         if cut >= 0:
             self.text, self.finish = self.text[:cut], "stop"
+        elif end is not None:
+            self.text, self.finish = self.text[:end], "stop"
         elif self.finish is None and len(self.tokens) + self.eos >= self.job.max_new_tokens:
             self.finish = "length"
         self._stream()

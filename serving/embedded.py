@@ -21,9 +21,9 @@ class EmbeddedBackend:
 
     def generate(self, choice: Choice, messages: list[dict[str, str]], max_new_tokens: int,
                  temperature: float, seed: int | None, stops: list[str],
-                 on_delta: Delta | None) -> GenResult:
+                 on_delta: Delta | None, stop_after: str | None = None) -> GenResult:
         job = GenJob(choice.base, choice.digest, messages, max_new_tokens, temperature, seed,
-                     stops, on_delta)
+                     stops, on_delta, stop_after=stop_after)
         try:
             return self.batcher.submit(job).result(timeout=self.timeout_s)
         except FutureTimeout:

@@ -82,6 +82,8 @@ class Exchange:
                                       for m in self.messages[:-1]]
             if self.tool_names:
                 payload["tools"] = self.tool_names
+            if self.request.hcp and self.request.hcp.task is not None:
+                payload["task"] = self.request.hcp.task  # the client's hidden check (a harness)
             items.append(("turn.user", payload))
         items.append(("route.decided", self.route_payload()))
         return [self._event(kind, payload, n) for n, (kind, payload) in enumerate(items)]

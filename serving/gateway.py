@@ -19,6 +19,7 @@ from typing import Protocol
 
 from events.ingest import Author, BatchRejected, ClientEvent
 from harness.session import storable
+from harness.stops import STOPS
 from kernel.errors import DomainError
 from serving.batcher import Delta, GenResult
 from serving.choice import Choice, Chooser
@@ -54,8 +55,10 @@ class Backend(Protocol):
 
     def generate(self, choice: Choice, messages: list[dict[str, str]], max_new_tokens: int,
                  temperature: float, seed: int | None, stops: list[str],
-                 on_delta: Delta | None) -> GenResult:
-        """The model's answer to ``messages`` with the adapter ``choice`` names."""
+                 on_delta: Delta | None, stop_after: str | None = None) -> GenResult:
+        """The model's answer to ``messages`` with the adapter ``choice`` names; a backend
+        that knows the stop rule ``stop_after`` (``harness.stops``) may end there early
+        (the gateway cuts the text there either way)."""
 
 
 Record = Callable[[Sequence[ClientEvent], Author], None]
@@ -86,15 +89,17 @@ class ChatGateway:
         wanted = request.token_limit or limits.max_tokens
         temperature = limits.temperature if request.temperature is None else request.temperature
         started = time.perf_counter()
-        tools = exchange.tools
+        tools, rule = exchange.tools, request.stop_after
+        at_end = bool(tools or rule)  # a tool call, or where a rule cuts, is known only then
         result = self.backend.generate(
             exchange.choice, exchange.messages, min(wanted, limits.max_tokens),
             min(temperature, limits.max_temperature), request.seed, request.stop or [],
-            None if tools else on_delta)  # a tool call is known only at the end
-        text = storable(result.text)
+            None if at_end else on_delta, stop_after=rule)
+        text, finish = cut_by_rule(result.text, result.finish, rule)
+        text = storable(text)
         call = tool_call_in(text, tools)
-        finish = "tool_calls" if call else result.finish
-        if tools and on_delta is not None and call is None and text:
+        finish = "tool_calls" if call else finish
+        if at_end and on_delta is not None and call is None and text:
             on_delta(text)
         return Outcome(text, call, result.prompt_tokens, result.completion_tokens, finish,
                        (time.perf_counter() - started) * 1000)
@@ -125,6 +130,13 @@ class ChatGateway:
         self.record([*exchange.opening(), *exchange.closing(outcome)], author)
         exchange.record_ms = (time.perf_counter() - started) * 1000
         return exchange, outcome
+
+
+def cut_by_rule(text: str, finish: str, rule: str | None) -> tuple[str, str]:
+    """The answer up to where the named stop rule says it is complete (then it stopped)."""
+    found = STOPS.get(rule) if rule is not None else None
+    end = found(text) if found is not None else None
+    return (text, finish) if end is None else (text[:end], "stop")
 
 
 def routing_text(request: ChatRequest) -> str:

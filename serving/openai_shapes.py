@@ -4,6 +4,13 @@ Only what the gateway acts on is modelled; unknown request fields are ignored, a
 OpenAI-compatible servers do (clients send ``frequency_penalty``, ``logprobs`` ...), but
 a known field of the wrong type is a 422 naming it. Content given as a list of parts
 keeps its text parts (images are refused: the base model reads text).
+
+``hcp`` is this server's extension (an OpenAI client sends it with
+``extra_body={"hcp": {...}}``), for a harness that judges answers by its own checks:
+``task``, recorded as the ``turn.user`` event's ``task`` (the hidden check the built-in
+harness records, so the gate can replay the turn), and ``stop_after``, a named stop rule
+(``harness.stops``: after the first fenced block, JSON object or line) where the answer
+ends.
 """
 
 from __future__ import annotations
@@ -64,6 +71,11 @@ class Message(_In):
         return self.content if isinstance(self.content, str) else ""
 
 
+class HcpExtension(_In):
+    task: dict[str, Any] | None = None
+    stop_after: Literal["fence", "json", "line"] | None = None
+
+
 class StreamOptions(_In):
     include_usage: bool = False
 
@@ -83,6 +95,7 @@ class ChatRequest(_In):
     tools: list[ToolSpec] | None = None
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     user: Annotated[str | None, Field(max_length=256)] = None
+    hcp: HcpExtension | None = None
 
     @field_validator("stop", mode="before")
     @classmethod
@@ -95,6 +108,10 @@ class ChatRequest(_In):
     @property
     def token_limit(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
+
+    @property
+    def stop_after(self) -> str | None:
+        return self.hcp.stop_after if self.hcp else None
 
     @property
     def include_usage(self) -> bool:

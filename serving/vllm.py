@@ -52,7 +52,8 @@ class VllmBackend:
 
     def generate(self, choice: Choice, messages: list[dict[str, str]], max_new_tokens: int,
                  temperature: float, seed: int | None, stops: list[str],
-                 on_delta: Delta | None) -> GenResult:
+                 on_delta: Delta | None, stop_after: str | None = None) -> GenResult:
+        # vLLM has no stop rules (only strings): it runs on, and the gateway cuts the text.
         from trainer.ml.prompts import prompt_ids
 
         started = time.perf_counter()

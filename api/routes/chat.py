@@ -79,7 +79,7 @@ def hcp_extra(exchange: Exchange) -> dict[str, Any]:
     return {"session": str(exchange.session.session_id), "specialist": c.specialist,
             "adapter_version": c.adapter_version, "adapter_digest": c.digest,
             "served_base": c.served_base, "contract": c.config.ref, "strategy": c.strategy,
-            "scores": c.route.scores, "notes": c.notes}
+            "scores": c.route.scores, "fallback": c.route.fallback, "notes": c.notes}
 
 
 def unavailable(exc: Unavailable) -> JSONResponse:

@@ -1,100 +1,35 @@
 """A stock OpenAI client against `hcp serve` on the tiny model: answers from the adapters
 the registry names, every exchange in the log and scored, sessions, tools and feedback.
 
-One server for the module (starting it and loading torch is most of the cost); the
-world (base model, serving contract ``serve``, specialists) is tests/serving_world.py.
+One server for the module (tests/e2e/chat_server.py); the world (base model, serving
+contract ``serve``, specialists) is tests/serving_world.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from access.keys import create_key
 from contract.document import parse_contract
-from hcp.bootstrap import Container
-from hcp.settings import Settings
-from kernel.db import make_engine
-from tests.ports import free_port
-from tests.serving_world import CONTRACT, DOCUMENT, build_world, taught_lora_dir, train_adapter
-from tests.unit.trainer_core.fixtures import RecordingDispatcher
+from tests.e2e.chat_server import TENANT, Served, chat_server
+from tests.serving_world import CONTRACT, DOCUMENT, taught_lora_dir, train_adapter
 
 pytest.importorskip("peft")
 openai = pytest.importorskip("openai")
 pytestmark = [pytest.mark.train, pytest.mark.slow]
-BIN = Path(sys.executable).parent
-TENANT = "acme"
-
-
-@dataclass
-class Served:
-    container: Container
-    client: Any  # openai.OpenAI
-    http: httpx.Client
-    key: str
-    root: Path
-
-    def events(self, session: str) -> list[Any]:
-        return self.container.store.read_stream(f"session-{session}", 0, 1000, TENANT)
-
-    def types(self, session: str) -> list[str]:
-        return [e.type for e in self.events(session)]
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Served]:
-    root = tmp_path_factory.mktemp("chat")
-    (root / "hcp.sqlite3").write_bytes(sqlite_template.read_bytes())
-    url = f"sqlite:///{root / 'hcp.sqlite3'}"
-    settings = Settings(database_url=url, data_dir=root / "data", models_dir=root / "models",
-                        serving_contract=CONTRACT, kafka_bootstrap="", redis_url="")
-    container = Container(settings=settings, engine=make_engine(url),
-                          dispatch_to=RecordingDispatcher())
-    build_world(container, root / "models")
-    key = create_key(container.engine, ["chat:write"], "chat-client", tenant=TENANT)
-    port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
-           "HCP_DATABASE_URL": url, "HCP_DATA_DIR": str(root / "data"),
-           "HCP_MODELS_DIR": str(root / "models"), "HCP_SERVING_CONTRACT": CONTRACT,
-           "HCP_CONSOLE_SECRET": "test-secret", "OMP_NUM_THREADS": "1"}
-    log = (root / "serve.log").open("wb")
-    proc = subprocess.Popen([str(BIN / "hcp"), "serve", "--port", str(port), "--no-access-log"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(base, proc, root)
-        client = openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=120)
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"},
-                          timeout=120) as http:
-            yield Served(container, client, http, key, root)
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        container.close()
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen[bytes], root: Path) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (root / "serve.log").read_text()[-3000:]
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code < 500:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError("hcp serve did not come up")
+    with chat_server(tmp_path_factory.mktemp("chat"), sqlite_template) as served:
+        yield served
 
 
 def test_auto_routes_the_turn_and_every_event_names_what_served(served: Served) -> None:

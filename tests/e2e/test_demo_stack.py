@@ -1,6 +1,7 @@
 """`hcp demo --stack` on the tiny model: PostgreSQL, Kafka and Redis, with `hcp serve`,
-`hcp relay`, `hcp evaluator` and `hcp trainer` as separate processes and the harness
-posting over HTTP. Small sizes: one specialist, one generation and a contract v2."""
+`hcp relay`, `hcp evaluator` and `hcp trainer` as separate processes and the harness's
+turns answered by the server's chat endpoint. Small sizes: one specialist, one generation
+and a contract v2."""
 
 from __future__ import annotations
 
@@ -43,4 +44,6 @@ def test_the_demo_runs_against_the_stack_with_separate_processes(postgres_url, k
     assert all(g["interval"]["n"] == 4 for g in report["generations"])
     assert {p.name for p in logs.glob("*.log")} == {"serve.log", "relay.log", "evaluator.log",
                                                     "trainer.log"}
-    assert "POST /v1/events" in (logs / "serve.log").read_text()  # the harness went over HTTP
+    served = (logs / "serve.log").read_text()
+    assert "POST /v1/chat/completions" in served  # the server answered the harness's turns
+    assert "POST /v1/events" in served  # and the harness posted what each answer did

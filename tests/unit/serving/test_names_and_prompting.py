@@ -111,3 +111,21 @@ def test_an_episodes_first_turn_opens_it_and_carries_the_context() -> None:
     closing = ex.closing(Outcome("x", None, 5, 2, "stop", 12.5))
     assert [e.type for e in closing] == ["turn.assistant"] and closing[0].event_id == ex.assistant_id
     assert closing[0].payload["tokens"] == 2 and closing[0].payload["adapter_digest"] == "d" * 64
+
+
+def test_a_harness_task_is_recorded_with_the_turn_and_a_stop_rule_cuts_the_answer() -> None:
+    from serving.gateway import cut_by_rule
+
+    task = {"id": "coding:1", "check": {"kind": "python_tests"}}
+    req = ChatRequest.model_validate({"messages": [{"role": "user", "content": "add"}],
+                                      "hcp": {"task": task, "stop_after": "fence"}})
+    [_, user, _] = exchange(SessionState(uuid.uuid4(), ()), req).opening()
+    assert user.payload["task"] == task and req.stop_after == "fence"
+    assert "task" not in exchange(SessionState(uuid.uuid4(), ()), request()).opening()[1].payload
+    assert cut_by_rule("```py\nx\n```\nmore", "length", "fence") == ("```py\nx\n```", "stop")
+    assert cut_by_rule("```py\nx", "length", "fence") == ("```py\nx", "length")
+    assert cut_by_rule('{"a": 1} and', "stop", "json") == ('{"a": 1}', "stop")
+    assert cut_by_rule("one\ntwo", "length", None) == ("one\ntwo", "length")
+    with pytest.raises(ValueError, match="fence"):
+        ChatRequest.model_validate({"messages": [{"role": "user", "content": "x"}],
+                                    "hcp": {"stop_after": "paragraph"}})

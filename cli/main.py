@@ -26,6 +26,7 @@ from cli import (
     otlp,
     rebuild,
     registry,
+    router,
     serving,
     trainer,
     webhooks,
@@ -41,6 +42,7 @@ app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(otlp.app, name="otlp")
+app.add_typer(router.app, name="router")
 for group in (log, gateway, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
               rebuild):
     group.register(app)

@@ -33,7 +33,6 @@ __all__ = [
     "contract_json_schema",
     "dump_toml",
     "parse_contract",
-    "parse_draft",
 ]
 
 
@@ -63,18 +62,6 @@ def parse_contract(toml_text: str) -> ContractDocument:
     if problems:
         raise ContractInvalid(problems)
     return ContractDocument.model_validate(data)
-
-
-def parse_draft(toml_text: str) -> ContractDocument:
-    """``parse_contract`` for a document being written (a new or edited draft, or one
-    validated): also refused when it names what the server does not do yet. A stored
-    version parses as it always did (``parse_contract``), so its content hash holds."""
-    doc = parse_contract(toml_text)
-    if "strategy" in doc.harness.router.model_fields_set and doc.harness.router.strategy == "learned":
-        raise ContractInvalid([_located(Problem(
-            "schema", "harness.router.strategy", "no learned router exists yet: write "
-            "'keywords' or 'fixed' (docs/serving.md)"), toml_text)])
-    return doc
 
 
 def _schema_problems(data: dict[str, Any]) -> list[Problem]:

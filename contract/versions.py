@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from contract.document import ContractDocument, content_hash, parse_contract, parse_draft
+from contract.document import ContractDocument, content_hash, parse_contract
 from contract.events import DraftCreated, DraftEdited, Published, Retired
 from contract.projections import CONTRACT_PROJECTIONS
 from contract.serving import lock_serving, serve_unserved_in, stop_serving_in
@@ -76,7 +76,7 @@ class ContractVersions:
     def create_draft(self, name: str, document: str, actor: str,
                      parent_version: int | None = None) -> ContractVersion:
         """A new draft (version max+1); ``document`` may be omitted-by-copy via the parent."""
-        parsed = parse_draft(document)  # raises ContractInvalid listing every problem
+        parsed = parse_contract(document)  # raises ContractInvalid listing every problem
         if parsed.contract.name != name:
             raise VersionConflict(f"document [contract].name is '{parsed.contract.name}', "
                                   f"not '{name}'")
@@ -99,7 +99,7 @@ class ContractVersions:
         return self.create_draft(name, self.get(name, parent_version).document, actor, parent_version)
 
     def edit_draft(self, name: str, version: int, document: str, actor: str) -> ContractVersion:
-        parsed = parse_draft(document)
+        parsed = parse_contract(document)
         with self.engine.begin() as conn:
             row = self._row(conn, name, version)
             if row.status != DRAFT:

@@ -30,7 +30,7 @@ RESERVED_PREFIXES = ("contract.", "reward.", "trigger.", "training.", "adapter."
 # that own them sit above this one; tests/unit/test_ingest.py checks each is covered.
 RESERVED_STREAM_PREFIXES = ("contract:", "specialist:", "training_run:", "base_model:",
                             "api_key:", "dry_run:", "reward:", "trigger:", "alias:", "adapter:",
-                            "audit:", "hcp:", "webhook:", "reevaluation:")
+                            "audit:", "hcp:", "webhook:", "reevaluation:", "router:")
 
 
 def reserved_stream(stream_id: str) -> bool:

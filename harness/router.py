@@ -4,10 +4,11 @@ The contract's ``[harness.router]`` and each slot's ``keywords`` and ``priority`
 A specialist's score is its share of the keyword hits in the message (a keyword counts
 once, matched on word boundaries, case-insensitive); the best score wins, ties go to the
 higher ``priority``, then to the name. No hit, or a best score below ``min_confidence``,
-falls back to ``default_specialist``. ``fixed`` always routes to the default. This
-harness has no learned router, so ``learned`` routes by the same keyword scores: the
-scores are recorded in ``route.decided`` either way, so an evaluator can see how sure the
-router was.
+falls back to ``default_specialist``. ``fixed`` always routes to the default. The
+learned router (``harness.routing``) serves the chat gateway; here, and there until a
+version is promoted, ``learned`` routes by the same keyword scores: the scores are
+recorded in ``route.decided`` either way, so an evaluator can see how sure the router
+was.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from evaluators.events import ReevaluationFinished
 from evaluators.rewards import RewardStore
 from events.projections.model import ProjectionSet
 from events.sql_append import APPEND_LOCK_KEY
+from harness.routing.events import RouterPromoted, RouterRegistered
 from integrations.webhooks.projections import WEBHOOK_SUBSCRIPTIONS
 from trainer.datasets.projections import (
     DATASET_MANIFESTS,
@@ -81,6 +82,10 @@ UNPROJECTED = {
                          "it changes nothing",
     ReevaluationFinished.TYPE: "a re-scoring job's end; its progress is working state (reevaluations) "
                                "and the rewards it wrote are chained records",
+    RouterRegistered.TYPE: "a learned router version: read from its short stream router:<contract> "
+                           "itself (harness.routing.events), no table holds it",
+    RouterPromoted.TYPE: "which learned router version serves: read from its stream router:<contract>, "
+                         "the latest promotion",
 }
 
 LOG = {"events": "the log: its hash chain, the Merkle tree over it and the signed checkpoints"}

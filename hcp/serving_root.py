@@ -1,4 +1,5 @@
-"""The chat gateway's part of the composition root: its backend, chooser and recorder.
+"""The chat gateway's part of the composition root: its backend, chooser and recorder,
+and the learned router (served by the chooser, trained by ``hcp router train``).
 
 Built on the first chat request (``Container.chat``), so a process that never serves a
 chat never loads torch. The embedded backend holds the PEFT pools of this process; the
@@ -11,8 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from events.ingest import Author, ClientEvent, IngestLimits, ingest
+from harness.routing.events import RouterVersions
+from harness.routing.training import RouterTrainer
 from serving.choice import Chooser
 from serving.gateway import Backend, ChatGateway
+from serving.learned import LearnedRouting
 from serving.sessions import Sessions
 
 
@@ -25,8 +29,21 @@ def build_gateway(container: Any) -> ChatGateway:
         ingest(container.appender, list(events), limits, author, container.references)
 
     chooser = Chooser(settings.serving_contract, container.serving, container.contracts,
-                      container.registry, container.aliases)
+                      container.registry, container.aliases, build_learned_routing(container))
     return ChatGateway(chooser, Sessions(container.store), build_backend(container), record)
+
+
+def build_learned_routing(container: Any) -> LearnedRouting:
+    """The learned router as the gateway serves it (its model loads on first use)."""
+    return LearnedRouting(RouterVersions(container.store), container.registry,
+                          container.artifacts, container.settings.serving_device or None)
+
+
+def build_router_trainer(container: Any, device: str | None = None) -> RouterTrainer:
+    """``hcp router train``'s trainer: the log, the rewards, the serving contract's slots."""
+    return RouterTrainer(container.store, container.rewards, container.serving,
+                         container.contracts, container.registry, container.artifacts,
+                         RouterVersions(container.store), device)
 
 
 def build_backend(container: Any) -> Backend:

@@ -17,7 +17,7 @@ loads bytes by digest and hash-checks them when it opens them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contract.sections import Harness
@@ -25,6 +25,7 @@ from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from harness.router import Route, route
 from kernel.errors import NotFound
+from serving.learned import LearnedRoute, LearnedRouting
 from serving.names import ModelRef
 from trainer.registry.aliases import Aliases
 from trainer.registry.registry import Registry
@@ -69,6 +70,8 @@ class Choice:
     strategy: str  # what routed: "named" (the client chose), "keywords", "fixed"
     requested: str
     notes: list[str] = field(default_factory=list)
+    router_version: str | None = None  # the learned router version that routed ("serve@2")
+    router_digest: str | None = None  # its artifact's sha256
 
     @property
     def served_base(self) -> bool:
@@ -77,9 +80,9 @@ class Choice:
 
 class Chooser:
     def __init__(self, contract: str, serving: ContractServing, contracts: ContractVersions,
-                 registry: Registry, aliases: Aliases) -> None:
+                 registry: Registry, aliases: Aliases, learned: LearnedRouting | None = None) -> None:
         self.contract, self.serving, self.contracts = contract, serving, contracts
-        self.registry, self.aliases = registry, aliases
+        self.registry, self.aliases, self.learned = registry, aliases, learned
         # Published versions, registered adapter versions and base models never change
         # (what an alias or a serving move points at does, and is read every time).
         self._parsed: dict[int, SlotConfig] = {}
@@ -116,20 +119,32 @@ class Chooser:
 
     def _routed(self, slots: dict[str, SlotConfig], text: str, ref: ModelRef) -> Choice:
         router = max(slots.values(), key=lambda c: c.version).harness
-        decided = route(router, text)
-        notes = []
-        if router.router.strategy == "learned":
-            notes.append("no learned router is registered: routed by keyword scores")
+        notes: list[str] = []
+        learned = self._learned(router, text, notes)
+        decided = learned.route if learned is not None else route(router, text)
         if decided.specialist not in slots:
             notes.append(f"'{decided.specialist}' is not served: the default specialist answers")
             decided = Route(router.router.default_specialist, decided.scores, True)
         if decided.specialist not in slots:
             raise ModelNotFound(f"the router's default specialist '{decided.specialist}' is "
                                 f"not served by contract '{self.contract}'")
-        strategy = "fixed" if router.router.strategy == "fixed" else "keywords"
+        strategy = ("learned" if learned is not None else
+                    "fixed" if router.router.strategy == "fixed" else "keywords")
         choice = self._by_alias(slots, decided.specialist, ref, decided, strategy)
         choice.notes.extend(notes)
-        return choice
+        if learned is None:
+            return choice
+        return replace(choice, router_version=learned.version.ref,
+                       router_digest=learned.version.registered.artifact_sha256)
+
+    def _learned(self, router: Harness, text: str, notes: list[str]) -> LearnedRoute | None:
+        if router.router.strategy != "learned":
+            return None
+        found = self.learned.route(self.contract, router, text) if self.learned else None
+        if found is None:
+            notes.append(f"no learned router of '{self.contract}' is promoted (hcp router train): "
+                         "routed by keyword scores")
+        return found
 
     def _by_alias(self, slots: dict[str, SlotConfig], specialist: str, ref: ModelRef,
                   decided: Route, strategy: str = "named") -> Choice:

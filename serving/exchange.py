@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events.ingest import ClientEvent
+from harness.routing import learned_input
 from harness.session import storable
 from kernel.errors import Invalid
 from serving.choice import Choice
 from serving.openai_shapes import ChatRequest, ToolSpec
-from serving.prompting import ToolCall
+from serving.prompting import ToolCall, routing_text
 from serving.sessions import SessionState
 
 HARNESS_NAME = "hcp-gateway"
@@ -95,7 +96,9 @@ class Exchange:
                 "served_base": c.served_base, "contract": c.config.ref,
                 "contract_hash": c.config.content_hash, "scores": c.route.scores,
                 "fallback": c.route.fallback, "strategy": c.strategy, "model": c.requested,
-                "notes": c.notes}
+                "notes": c.notes, "router_version": c.router_version,
+                "router_digest": c.router_digest,
+                "routed_on": storable(learned_input(routing_text(self.request)))}
 
     def closing(self, outcome: Outcome) -> list[ClientEvent]:
         c = self.choice

@@ -26,7 +26,14 @@ from serving.choice import Choice, Chooser
 from serving.exchange import Exchange, Outcome, check_turn
 from serving.names import parse_model
 from serving.openai_shapes import ChatRequest
-from serving.prompting import chat_messages, check_tools, offered_tools, system_text, tool_call_in
+from serving.prompting import (
+    chat_messages,
+    check_tools,
+    offered_tools,
+    routing_text,
+    system_text,
+    tool_call_in,
+)
 from serving.sessions import Sessions
 
 log = logging.getLogger(__name__)
@@ -137,11 +144,3 @@ def cut_by_rule(text: str, finish: str, rule: str | None) -> tuple[str, str]:
     found = STOPS.get(rule) if rule is not None else None
     end = found(text) if found is not None else None
     return (text, finish) if end is None else (text[:end], "stop")
-
-
-def routing_text(request: ChatRequest) -> str:
-    """What the router reads: the client's system messages and the user's last message
-    (the application a request arrives in is part of what routes it)."""
-    systems = [m.text for m in request.messages if m.role in ("system", "developer")]
-    users = [m.text for m in request.messages if m.role == "user"]
-    return "\n".join([*systems, users[-1] if users else ""])

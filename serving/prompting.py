@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.sections import Harness, StoredText
+from harness.routing import routing_input
 from harness.stops import after_json_object
 from kernel.errors import Invalid
 from serving.openai_shapes import ChatRequest, Message, ToolSpec
@@ -133,3 +134,11 @@ def tool_call_in(text: str, tools: list[ToolSpec]) -> ToolCall | None:
             and isinstance(doc["arguments"], dict)):
         return None
     return ToolCall(f"call_{uuid.uuid4().hex[:24]}", doc["tool"], doc["arguments"])
+
+
+def routing_text(request: ChatRequest) -> str:
+    """What the router reads: the client's system messages and the user's last message
+    (the application a request arrives in is part of what routes it)."""
+    systems = [m.text for m in request.messages if m.role in ("system", "developer")]
+    users = [m.text for m in request.messages if m.role == "user"]
+    return routing_input(systems, users[-1] if users else "")

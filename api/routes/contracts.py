@@ -27,7 +27,7 @@ from api.schemas.contracts import (
 )
 from api.visibility import errors_json
 from contract.diff import diff_contracts
-from contract.document import contract_json_schema, parse_draft
+from contract.document import contract_json_schema, parse_contract
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"], route_class=StrictJsonRoute,
                    responses=SECURED)
@@ -49,7 +49,7 @@ def document_schema(_: ContractsRead) -> dict[str, Any]:
 @router.post("/validate", response_model=ValidOut, responses=BODY)
 def validate(body: DocumentIn, _: ContractsRead) -> dict[str, Any]:
     """Compile a document without storing it; 422 lists every problem."""
-    parse_draft(body.document)
+    parse_contract(body.document)
     return {"valid": True}
 
 

@@ -147,3 +147,56 @@ def _session_of(served: Served, text: str, task_id: str) -> list[Any]:
                 found = stream
     assert found, f"no session of {task_id} answered {text!r}"
     return found
+
+
+def test_hcp_router_train_makes_the_router_that_routes_auto_turns(served: Served) -> None:
+    """`hcp router train` on what the harness recorded, the contract moved to the learned
+    router, and the running server routes the next auto turn with it (no restart)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from harness.endpoint import EndpointHarness
+    from harness.sources import HttpSink
+    from harness.tasks.catalog import train_tasks
+    from tests.serving_world import CONTRACT
+
+    c = served.container
+    key = create_key(c.engine, ["chat:write", "events:write"], "router-harness", tenant=TENANT)
+    tasks = [t for s in ("chat", "coding") for t in train_tasks(s, 4, lambda text: "train")]
+    with httpx.Client(base_url=served.base_url, headers={"Authorization": f"Bearer {key}"},
+                      timeout=300) as http:
+        EndpointHarness(http, HttpSink(http), "serve@1", sandbox=c.code_sandbox,
+                        concurrency=4).serve(tasks, k=1, seed=5)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
+           "HCP_DATABASE_URL": str(c.engine.url), "HCP_DATA_DIR": str(served.root / "data"),
+           "HCP_MODELS_DIR": str(served.root / "models"), "HCP_SERVING_CONTRACT": CONTRACT}
+    hcp = [str(Path(sys.executable).parent / "hcp"), "router"]
+    run = subprocess.run([*hcp, "train", "--min-held-out", "1", "--json"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    trained = json.loads(run.stdout)
+    assert trained["router"] == f"{CONTRACT}@1" and trained["labels"] == ["chat", "coding"]
+    if not trained["promoted"]:  # the gate's call on a handful of turns; the operator's is final
+        promoted = subprocess.run([*hcp, "promote", "1", "--reason", "route with it"], env=env,
+                                  capture_output=True, text=True, timeout=120)
+        assert promoted.returncode == 0, promoted.stderr[-2000:]
+
+    listed = subprocess.run([*hcp, "list", "--json"], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert [(v["router"], v["serving"]) for v in map(json.loads, listed.stdout.splitlines())] == \
+        [(f"{CONTRACT}@1", True)]
+
+    learned = DOCUMENT.replace('strategy = "keywords"', 'strategy = "learned"')
+    draft = c.contracts.create_draft(CONTRACT, learned, "tester")
+    c.contracts.publish(CONTRACT, draft.version, "tester")
+    c.serving.move(CONTRACT, None, draft.version, "tester", "route by the learned router")
+    raw = served.client.chat.completions.with_raw_response.create(
+        model="auto", messages=[{"role": "user", "content": tasks[-1].prompt}], max_tokens=4)
+    assert raw.headers["x-hcp-route"] == "learned"
+    [routed] = [e for e in served.events(raw.headers["x-hcp-session"]) if e.type == "route.decided"]
+    assert routed.payload["router_version"] == f"{CONTRACT}@1"
+    assert routed.payload["router_digest"] == trained["artifact_sha256"]
+    assert routed.payload["routed_on"] == tasks[-1].prompt
+    assert set(routed.payload["scores"]) == {"chat", "coding"}

@@ -116,10 +116,11 @@ def test_server_streams_refuse_client_events_of_any_type(stream: str) -> None:
 def test_every_stream_the_server_writes_is_reserved() -> None:
     from access.keys import key_stream
     from contract.versions import contract_stream
+    from harness.routing.events import stream_of as router_stream
     from trainer.journal import run_stream, specialist_stream
 
     for stream in (contract_stream("c"), specialist_stream("s"), run_stream("r"), key_stream("k"),
-                   "base_model:tiny"):
+                   "base_model:tiny", router_stream("c")):
         assert stream.startswith(RESERVED_STREAM_PREFIXES), stream
 
 

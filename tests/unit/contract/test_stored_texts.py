@@ -36,7 +36,7 @@ def test_a_pinned_digest_must_match_the_text():
 
 def test_documents_with_digests_only_keep_their_content_hash():
     # The example's hash as published before texts could be stored (when it still named
-    # the learned router, which a new draft may no longer name).
+    # the learned router).
     expected = "6f86dec5b649c08f9fdb3f091882b3d4063d53abb94ede6c0e627a3f3a6435f1"
     published = BASE.replace('strategy = "keywords"', 'strategy = "learned"')
     assert content_hash(parse_contract(published)) == expected

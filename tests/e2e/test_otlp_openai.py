@@ -4,9 +4,6 @@ become a session of the key's tenant, and the evaluator in `hcp serve` scores it
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,57 +11,23 @@ from typing import Any
 import httpx
 import pytest
 
-from access.keys import create_key
 from hcp.bootstrap import Container
-from hcp.settings import Settings
-from kernel.db import make_engine
-from tests.ports import free_port
-from tests.serving_world import CONTRACT, build_world
-from tests.unit.trainer_core.fixtures import RecordingDispatcher
+from tests.serve_process import hcp_serve
+from tests.serving_world import CONTRACT
 from tests.webhooks import wait_for
 
 pytest.importorskip("peft")
 openai = pytest.importorskip("openai")
 pytest.importorskip("opentelemetry.instrumentation.openai_v2")
 pytestmark = [pytest.mark.train, pytest.mark.slow]
-BIN = Path(sys.executable).parent
 TENANT = "acme"
 
 
 @pytest.fixture
 def served(tmp_path: Path, sqlite_template: Path) -> Iterator[tuple[Container, str, str]]:
-    (tmp_path / "hcp.sqlite3").write_bytes(sqlite_template.read_bytes())
-    url = f"sqlite:///{tmp_path / 'hcp.sqlite3'}"
-    settings = Settings(database_url=url, data_dir=tmp_path / "data", models_dir=tmp_path / "models",
-                        serving_contract=CONTRACT, kafka_bootstrap="", redis_url="")
-    container = Container(settings=settings, engine=make_engine(url), dispatch_to=RecordingDispatcher())
-    build_world(container, tmp_path / "models")
-    key = create_key(container.engine, ["chat:write", "events:write", "rewards:read"], "otel-app",
-                     tenant=TENANT)
-    port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
-           "HCP_DATABASE_URL": url, "HCP_DATA_DIR": str(tmp_path / "data"),
-           "HCP_MODELS_DIR": str(tmp_path / "models"), "HCP_SERVING_CONTRACT": CONTRACT,
-           "HCP_CONSOLE_SECRET": "test-secret", "OMP_NUM_THREADS": "1"}
-    log = (tmp_path / "serve.log").open("wb")
-    proc = subprocess.Popen([str(BIN / "hcp"), "serve", "--port", str(port), "--no-access-log"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
-        try:
-            return httpx.get(f"{base}/healthz", timeout=1).status_code < 500
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_for(healthy, 90, "hcp serve did not come up")
-        yield container, base, key
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        container.close()
+    scopes = ["chat:write", "events:write", "rewards:read"]
+    with hcp_serve(tmp_path, sqlite_template, scopes, tenant=TENANT) as served:
+        yield served.container, served.url, served.key
 
 
 def instrumented(base: str, key: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, Any]:

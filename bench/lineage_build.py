@@ -147,7 +147,8 @@ def _reward(shape: Shape, session: int, subject: list[Any], hashes: dict[int, st
 
 
 def _base_model(parts: Container, data_dir: Path) -> str:
-    directory = data_dir / "base"
+    del data_dir  # base models live under the models root (the registry refuses others)
+    directory = parts.settings.resolved_models_dir / "bench-base"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps({"model_type": "bench"}))
     (directory / "model.safetensors").write_bytes(b"bench weights")

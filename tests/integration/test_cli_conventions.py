@@ -128,7 +128,8 @@ def test_a_contract_with_problems_lists_them_all_under_json(hcp: Hcp, data_dir: 
 
 LISTS = [["contract", "list"], ["contract", "history", "harness"], ["adapters", "list"],
          ["base-models", "list"], ["triggers", "firings"], ["audit", "checkpoint", "list"],
-         ["keys", "list"], ["rewards", "list"], ["alias", "requests"], ["train", "status"]]
+         ["keys", "list"], ["rewards", "list"], ["alias", "requests"], ["train", "status"],
+         ["router", "list", "--contract", "harness"], ["webhooks", "list"]]
 SHOWS = [["contract", "show", "harness", "1"], ["contract", "serving", "harness"],
          ["contract", "schema"], ["db", "current"], ["verify"], ["lineage", "as-of", "now"]]
 

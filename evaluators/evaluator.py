@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.exc import DBAPIError
 
+from contract.events import Published
 from contract.versions import ContractVersions, VersionConflict, VersionNotFound, contract_stream
 from evaluators.active import ActiveContracts
 from evaluators.model import RewardRecord
@@ -54,7 +55,7 @@ from events.store import EventStore
 
 log = logging.getLogger(__name__)
 
-CONTRACT_PUBLISHED = "contract.published"
+CONTRACT_PUBLISHED = Published.TYPE
 CONTRACT_STREAM = contract_stream("")  # the prefix of every contract's stream
 JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
 REFRESH_S = 10.0  # the longest the database reader goes without re-reading active versions

@@ -9,7 +9,7 @@ from access.keys import create_key
 from api.app import create_app
 from tests.unit.evaluators.factories import contract_text, publish
 from tests.unit.trainer_core import fixtures
-from tests.unit.trainer_core.factories import seed_contract, seed_dataset
+from tests.unit.trainer_core.factories import seed_dataset
 from tests.unit.trainer_core.fixtures import fake_model_dir, fake_train
 
 container, parts, recorder = fixtures.container, fixtures.parts, fixtures.recorder
@@ -17,9 +17,9 @@ container, parts, recorder = fixtures.container, fixtures.parts, fixtures.record
 
 @pytest.fixture
 def api(parts, tmp_path):
-    publish(parts.contracts, contract_text())
-    digest = seed_contract(parts.engine, "other")
-    seed_dataset(parts.engine, parts.store, "coding", contract=("other", 1, digest))
+    published = publish(parts.contracts, contract_text())
+    # Under the contract that serves: a manifest draws from the serving contract's rewards.
+    seed_dataset(parts.engine, parts.store, "coding", contract=("default", 1, published.content_hash))
     parts.registry.register_base_model("tiny", fake_model_dir(tmp_path / "base"), "tester")
     adapter = fake_train(parts, parts.triggers.fire_manual("coding", "t", "root").run_id)
     client = TestClient(create_app(parts))

@@ -198,6 +198,7 @@ class ChatRequest(ApiModel):
     tools: list[ToolSpec] | None = None
     tool_choice: str | dict[str, Any] | None = None
     user: str | None = None
+    hcp: HcpExtension | None = None
 
 
 class CheckOut(ApiModel):
@@ -580,6 +581,8 @@ class GatePolicy(ApiModel):
     resamples: int | None = None
     seed: int | None = None
     offline_beside: bool | None = None
+    probe_tasks: int | None = None
+    probe_margin: float | None = None
 
 
 class HarnessConfigOut(ApiModel):
@@ -596,6 +599,11 @@ class HarnessConfigOut(ApiModel):
     prompts: dict[str, TextOut]
     skills: dict[str, TextOut]
     config_hash: str
+
+
+class HcpExtension(ApiModel):
+    task: dict[str, Any] | None = None
+    stop_after: str | None = None
 
 
 class HealthOut(ApiModel):
@@ -1252,6 +1260,8 @@ class TriggerPolicy(ApiModel):
     gate_resamples: int | None = None
     gate_seed: int | None = None
     gate_offline: bool | None = None
+    gate_probes: int | None = None
+    gate_probe_margin: float | None = None
 
 
 class TriggerPolicyOut(ApiModel):
@@ -1447,6 +1457,7 @@ GateCaseOut.model_rebuild()
 GateCasesOut.model_rebuild()
 GatePolicy.model_rebuild()
 HarnessConfigOut.model_rebuild()
+HcpExtension.model_rebuild()
 HealthOut.model_rebuild()
 HistoryEntryOut.model_rebuild()
 InclusionOut.model_rebuild()

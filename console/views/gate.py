@@ -2,9 +2,11 @@
 
 The record's shape grows as the gate does: today the decision, the headline comparison
 (held-out margin or rollout reward: successor, parent, delta, required) and one row per
-criterion; a statistical gate adds an interval, its sample count and seed. Whatever this
-module does not know by name is still shown, under "other fields", so new data is
-never hidden.
+criterion; a statistical gate adds an interval, its sample count and seed; a gate on the
+task harness adds the held-out pass rate and the non-inferiority check (``trainer.gate.
+probes``: parent and successor on the general set and the unseen templates, one row per
+set, per-case answers left out). Whatever this module does not know by name is still
+shown, under "other fields", so new data is never hidden.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ HEADLINES = {"heldout_margin": "held-out margin", "rollout_reward": "rollout rew
 INTERVAL_KEYS = ("interval", "bootstrap", "confidence_interval", "ci")
 SAMPLE_KEYS = ("samples", "n_samples", "sample_count", "n_pairs", "n_rollouts", "held_out")
 SEED_KEYS = ("seed", "bootstrap_seed")
+PROBE_SETS = {"general": "general instruction set", "unseen_templates": "unseen templates"}
 _KNOWN = {"promote", "reason", "comparison", "metric", "parent_is_base", "successor", "parent",
-          "rollouts", "offline", *INTERVAL_KEYS, *SAMPLE_KEYS, *SEED_KEYS}
+          "rollouts", "offline", "pass_rate", "non_inferiority", *INTERVAL_KEYS, *SAMPLE_KEYS,
+          *SEED_KEYS}
 
 
 def gate_view(gate: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -35,6 +39,8 @@ def gate_view(gate: dict[str, Any] | None) -> dict[str, Any] | None:
         "interval": _first(INTERVAL_KEYS, gate, comparison),
         "samples": _samples(gate, comparison),
         "seed": _first(SEED_KEYS, gate, comparison),
+        "pass_rate": _pair(gate.get("pass_rate")),
+        "probes": probes_view(gate.get("non_inferiority")),
         "other": {k: v for k, v in gate.items() if k not in _KNOWN},
     }
 
@@ -52,6 +58,33 @@ def criteria_rows(criteria: dict[str, Any]) -> list[dict[str, Any]]:
                      "ok": row.get("ok"), "note": row.get("note", ""),
                      "interval": _first(INTERVAL_KEYS, row)})
     return rows
+
+
+def probes_view(record: Any) -> dict[str, Any] | None:
+    """The non-inferiority check: its margin and confidence, a note when it compared
+    nothing, and per probe set: cases, mean credit and pass rate of parent and successor,
+    the delta, its interval, the verdict."""
+    if not isinstance(record, dict):
+        return None
+    rows = []
+    for name, row in sorted((record.get("sets") or {}).items()):
+        if not isinstance(row, dict):
+            continue
+        credit = row.get("mean") or {}
+        rows.append({"name": PROBE_SETS.get(name, name.replace("_", " ")), "n": row.get("n"),
+                     "parent": credit.get("parent"), "successor": credit.get("successor"),
+                     "delta": row.get("delta"), "pass_rate": _pair(row.get("pass_rate")),
+                     "interval": row.get("interval"), "ok": row.get("ok"),
+                     "note": row.get("note", "")})
+    return {"ok": record.get("ok"), "margin": record.get("margin"),
+            "confidence": record.get("confidence"), "note": record.get("note", ""), "sets": rows}
+
+
+def _pair(value: Any) -> dict[str, Any] | None:
+    """``{"parent": x, "successor": y}`` when both are numbers."""
+    if isinstance(value, dict) and _number(value.get("parent")) and _number(value.get("successor")):
+        return {"parent": value["parent"], "successor": value["successor"]}
+    return None
 
 
 def interval_text(interval: Any) -> str:

@@ -41,7 +41,17 @@ def gate_record(delta: float) -> dict[str, Any]:
         "comparison": {"heldout_margin": {"successor": 0.2 + delta, "parent": 0.2, "delta": delta,
                                           "required": 0.0, "ok": True},
                        "n_pairs": 12, "criteria": {"brevity": criterion, "helpfulness": criterion}},
+        "pass_rate": {"successor": 0.5, "parent": 0.25},
+        "non_inferiority": {"margin": 0.05, "confidence": 0.95, "ok": True, "sets": {
+            "general": probe_set(-0.0125), "unseen_templates": probe_set(0.0625)}},
     }
+
+
+def probe_set(delta: float) -> dict[str, Any]:
+    """A non-inferiority row as trainer.gate.probes.judge_probes writes it (per case left out)."""
+    return {"n": 8, "ok": True, "delta": delta, "mean": {"successor": 0.5 + delta, "parent": 0.5},
+            "pass_rate": {"successor": 0.375, "parent": 0.25},
+            "interval": {"low": delta - 0.03, "high": delta + 0.03, "level": 0.95}}
 
 
 def metrics(delta: float) -> dict[str, Any]:

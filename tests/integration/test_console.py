@@ -88,6 +88,14 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert len(rewards["labels"]) == 10 and all(len(d["data"]) == 10 for d in rewards["datasets"])
     assert chart(page, "loss-chart")["labels"] == [1, 2, 3, 4]
     assert "[0.0250, 0.0750] at 95%" in page and "20240601" in page and "N pairs" in page
+    probes = page[page.index("Non-inferiority"):]
+    probes = probes[:probes.index("</table>")]  # the gate's non-inferiority table
+    assert "entirely below −0.050" in probes and "95% interval" in probes
+    assert "general instruction set</th><td>8</td><td>0.5000</td><td>0.4875</td><td>-0.0125" in probes
+    assert "unseen templates</th><td>8</td><td>0.5000</td><td>0.5625</td><td>+0.0625" in probes
+    assert "0.250 → 0.375" in probes and "[0.0325, 0.0925] at 95%" in probes
+    assert "Held-out pass rate</dt><dd>0.250 → 0.500" in page
+    assert "non_inferiority" not in page  # shown in its table, not dumped under other fields
     own = get(client, f"/console/adapters/{data.successor}/audit")
     assert "badge-ok\">verified" in own and "This version re-checked" in own
     whole = get(client, f"/console/adapters/{data.successor}/audit?chain=true")

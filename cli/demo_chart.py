@@ -4,7 +4,7 @@ Measures (the production adapter of each generation, 0 = the base model): the he
 contract reward under the final contract, the held-out pass rate, the pass rate on the
 evaluation set no gate saw, and the check credit on the two probe sets (the general set,
 the unseen templates). Crosses: every gated successor's held-out reward, promoted or not.
-With several seeds (``bench/demo_seeds.py``), each line is the mean and its band the
+With several seeds (``hcp demo --seeds``, cli/demo_seeds.py), each line is the mean and its band the
 spread (min to max) across seeds.
 """
 

@@ -30,13 +30,13 @@ def serving(name: str, at: datetime = at_option("Which versions served then"),
             as_json: bool = JsonOpt) -> None:
     """Which version serves each specialist, and which versions score."""
     with cli_container() as container:
-        current = container.serving.current(name, at)
-        scoring = [v.version for v in container.contracts.versions(name, "published")]
+        state = container.serving.state(name, at)
+    scoring = state.scoring
     if as_json:
         print_json({"name": name, "at": at, "scoring": scoring,
-                    "serving": {s: move.to_json() for s, move in current.items()}})
+                    "serving": {s: move.to_json() for s, move in state.serving.items()}})
         return
-    for specialist, move in current.items():
+    for specialist, move in state.serving.items():
         typer.echo(f"{specialist:<12} {move.ref:<16} since {move.moved_at:%Y-%m-%d %H:%M:%S}  "
                    f"by {move.actor}: {move.reason}")
     typer.echo(f"scoring: {', '.join(f'{name}@{v}' for v in scoring) or 'none'}")

@@ -21,12 +21,14 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
+from contract.as_of import active_in
 from contract.document import parse_contract
 from contract.events import ServingMoved
 from contract.harness_config import config_hash, harness_config
 from contract.projections import CONTRACT_PROJECTIONS
 from contract.tables import contract_serving_moves as moves
 from contract.tables import contract_versions as cv
+from events.cut import cut_at
 from events.model import EventMetadata
 from events.projections.sql import write_in
 from events.store import EventStore
@@ -56,6 +58,12 @@ class ServingMove(JsonValue):
         return f"{self.name}@{self.version}"
 
 
+@dataclass(frozen=True)
+class ServingState:
+    serving: dict[str, ServingMove]  # specialist -> the move that made its version serve
+    scoring: list[int]  # the published, not retired, versions: each scores new subjects
+
+
 def _move(row: Any) -> ServingMove:
     return ServingMove(row.position, row.name, row.specialist, row.version, row.previous_version,
                        row.actor, row.reason, utc(row.moved_at))
@@ -68,11 +76,11 @@ def lock_serving(conn: Connection) -> None:
 
 
 def latest_in(conn: Connection, name: str, specialist: str,
-              at: datetime | None = None) -> ServingMove | None:
-    """The move in force at ``at`` (now when None)."""
+              upto: int | None = None) -> ServingMove | None:
+    """The move in force at log position ``upto`` (now when None; events/cut.py)."""
     query = select(moves).where(moves.c.name == name, moves.c.specialist == specialist)
-    if at is not None:
-        query = query.where(moves.c.moved_at <= utc(at).astimezone(UTC))
+    if upto is not None:
+        query = query.where(moves.c.position <= upto)
     row = conn.execute(query.order_by(moves.c.position.desc()).limit(1)).first()
     return _move(row) if row else None
 
@@ -184,7 +192,7 @@ class ContractServing:
     def at(self, name: str, specialist: str, at: datetime | None = None) -> ServingMove:
         """The serving move in force now (or at ``at``). Raises NotFound when none was."""
         with self.engine.connect() as conn:
-            found = latest_in(conn, name, specialist, at)
+            found = latest_in(conn, name, specialist, cut_at(conn, at))
         if found is None or found.version is None:
             when = f"at {utc(at).isoformat()}" if at else "now"
             raise NotFound(f"no version of contract '{name}' served '{specialist}' {when}")
@@ -193,10 +201,15 @@ class ContractServing:
     def current(self, name: str, at: datetime | None = None) -> dict[str, ServingMove]:
         """Every specialist of the contract that a version serves (at ``at``)."""
         with self.engine.connect() as conn:
-            names = sorted(set(conn.execute(select(moves.c.specialist)
-                                             .where(moves.c.name == name)).scalars()))
-            found = {s: latest_in(conn, name, s, at) for s in names}
-        return {s: m for s, m in found.items() if m is not None and m.version is not None}
+            return _served_in(conn, name, cut_at(conn, at))
+
+    def state(self, name: str, at: datetime | None = None) -> ServingState:
+        """What serves each specialist and which versions score, now or at ``at``: both
+        read up to one cut of the log (events/cut.py), so they describe one moment."""
+        with self.engine.connect() as conn:
+            upto = cut_at(conn, at)
+            return ServingState(_served_in(conn, name, upto),
+                                [int(r.version) for r in active_in(conn, upto, name)])
 
     def history(self, name: str, specialist: str | None = None,
                 limit: int = 100) -> list[ServingMove]:
@@ -224,6 +237,12 @@ class ContractServing:
         with reading(self.engine, conn) as c:
             found = latest_in(c, name, specialist)
         return found.version if found else None
+
+
+def _served_in(conn: Connection, name: str, upto: int | None) -> dict[str, ServingMove]:
+    specialists = sorted(set(conn.execute(select(moves.c.specialist).where(moves.c.name == name)).scalars()))
+    found = {s: latest_in(conn, name, s, upto) for s in specialists}
+    return {s: m for s, m in found.items() if m is not None and m.version is not None}
 
 
 def _version(move: ServingMove | None) -> int | None:

@@ -44,8 +44,8 @@ contract_versions = Table(
 
 # Which published version serves each specialist of a contract (what a harness runs):
 # append-only, one row per ``contract.serving_moved`` event, keyed by its position, so
-# "what served at T" is the latest move at or before T. Several versions may score at
-# once; one serves.
+# "what served at T" is the latest move at or before the log's last event recorded by T
+# (events/cut.py). Several versions may score at once; one serves.
 contract_serving_moves = Table(
     "contract_serving_moves",
     metadata,

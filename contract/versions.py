@@ -16,15 +16,16 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from contract.as_of import active_in
 from contract.document import ContractDocument, content_hash, parse_contract
 from contract.events import DraftCreated, DraftEdited, Published, Retired
 from contract.projections import CONTRACT_PROJECTIONS
 from contract.serving import lock_serving, serve_unserved_in, stop_serving_in
 from contract.tables import contract_versions as cv
+from events.cut import cut_at
 from events.model import EventMetadata, RecordedEvent
 from events.projections.sql import write_in
 from events.store import EventStore
-from kernel.clock import utc
 from kernel.db import reading
 from kernel.errors import Conflict, NotFound
 
@@ -168,14 +169,11 @@ class ContractVersions:
         """Every published (not retired) version: each one scores every new subject."""
         return self.versions(status=PUBLISHED)
 
-    def active_at(self, at: datetime) -> list[ContractVersion]:
-        """The versions that were published and not yet retired at ``at``, by name and version."""
-        moment = utc(at)  # stored as UTC wall time (SQLite keeps no offset)
-        query = (select(cv).where(cv.c.published_at.is_not(None), cv.c.published_at <= moment,
-                                  cv.c.retired_at.is_(None) | (cv.c.retired_at > moment))
-                 .order_by(cv.c.name, cv.c.version))
+    def active_at(self, at: datetime | None, name: str | None = None) -> list[ContractVersion]:
+        """The versions (of ``name``) that scored at ``at`` (None: now): published by the
+        log's last event recorded at or before it, and not retired by then."""
         with self.engine.connect() as conn:
-            return [_entity(r) for r in conn.execute(query)]
+            return [_entity(r) for r in active_in(conn, cut_at(conn, at), name)]
 
     def latest_published(self, name: str) -> ContractVersion:
         published = [v for v in self.versions(name) if v.status == PUBLISHED]

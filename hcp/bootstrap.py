@@ -86,7 +86,7 @@ class Container(Services):
     def as_of(self) -> AsOf:
         from audit.asof import AsOf
 
-        return AsOf(self.aliases, self.contracts)
+        return AsOf(self.engine)
 
     @cached_property
     def openlineage(self) -> OpenLineageEvents:

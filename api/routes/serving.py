@@ -9,13 +9,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Response
 from pydantic import BaseModel, Field
 
-from api.deps import ContractsDep, ContractsRead, ContractsWrite, ServingDep
+from api.deps import ContractsRead, ContractsWrite, ServingDep
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.common import UtcDatetime
 from contract.harness_config import etag_matches
 from contract.serving import ServingMove
-from contract.versions import PUBLISHED
 
 router = APIRouter(prefix="/v1/contracts", tags=["serving"], route_class=StrictJsonRoute,
                    responses=SECURED)
@@ -36,7 +35,8 @@ class ServingOut(BaseModel):
     name: str
     at: datetime | None = Field(description="The time asked about; null: now")
     serving: dict[str, ServingMoveOut] = Field(description="Specialist -> the version it runs")
-    scoring: list[int] = Field(description="Published versions: each scores every new subject")
+    scoring: list[int] = Field(description="Published versions, not retired (at ``at``): each "
+                               "scores every new subject")
 
 
 class ServeIn(BaseModel):
@@ -82,13 +82,12 @@ def _out(move: ServingMove) -> ServingMoveOut:
 
 
 @router.get("/{name}/serving", response_model=ServingOut)
-def serving(name: str, serving: ServingDep, contracts: ContractsDep, _: ContractsRead,
+def serving(name: str, serving: ServingDep, _: ContractsRead,
             at: UtcDatetime | None = None) -> ServingOut:
     """Which version serves each specialist (now, or at ``at``), and which versions score."""
-    current = serving.current(name, at)
-    scoring = [v.version for v in contracts.versions(name, PUBLISHED)]
-    return ServingOut(name=name, at=at, serving={s: _out(m) for s, m in current.items()},
-                      scoring=scoring)
+    state = serving.state(name, at)
+    return ServingOut(name=name, at=at, serving={s: _out(m) for s, m in state.serving.items()},
+                      scoring=state.scoring)
 
 
 @router.put("/{name}/serving", response_model=list[ServingMoveOut],

@@ -2,8 +2,9 @@
 requests (an adapter, or the bare base), the contract versions serving each specialist
 and the versions that scored new experience, as of any moment (``hcp lineage as-of``).
 
-Everything comes from append-only history (alias moves, serving moves, publish and retire
-times), so the answer for a moment that has passed never changes.
+Everything is read up to the log position of the last event recorded at or before the
+moment (events/cut.py): alias moves, serving moves, publishing and retiring. The log is
+append-only, so the answer for a moment that has passed never changes.
 """
 
 from __future__ import annotations

@@ -128,9 +128,12 @@ def test_as_of_names_alias_targets_and_active_contracts(parts, history):
         ("coding", "production", "coding@1")]
     assert [(c.name, c.version) for c in at_first.contracts] == [("default", 1)]
     assert parts.as_of.at(between).aliases[0].adapter_id == "coding@2"
+    assert parts.as_of.at(between).contracts[0].content_hash == history.contract_hash
+    # The scenario's version is a seeded row with no contract.published event, so once it
+    # is retired the log says it never scored (test_past_times.py: a version published
+    # and retired through the log).
     parts.contracts.retire("default", 1, "tester")
     assert parts.as_of.at(history.moves[1].moved_at + timedelta(days=1)).contracts == []
-    assert parts.as_of.at(between).contracts[0].content_hash == history.contract_hash
 
 
 def test_index_tables_are_append_only(parts, history):

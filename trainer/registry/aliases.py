@@ -2,23 +2,25 @@
 
 An alias has no row of its own: it is the latest of its ``alias_moves`` (append-only,
 keyed by the position of the ``alias.moved`` event). "What did production point to at
-T" is the latest move at or before T. A rollback is one more move (kind ``rollback``),
-back to the latest earlier target that was not itself rolled back from, and it marks the
-version it leaves ``rolled_back``: a second rollback never re-deploys what the first
-one removed. A protected alias moves only with a second actor's approval
-(``approvals.py``); every path that moves one here refuses with ``AliasProtected``.
+T" is the latest move at or before the log's last event recorded by T (events/cut.py).
+A rollback is one more move (kind ``rollback``), back to the latest earlier target that
+was not itself rolled back from, and it marks the version it leaves ``rolled_back``: a
+second rollback never re-deploys what the first one removed. A protected alias moves
+only with a second actor's approval (``approvals.py``); every path that moves one here
+refuses with ``AliasProtected``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
+from events.cut import cut_at, position_at
 from events.store import EventStore
 from kernel.clock import utc
 from kernel.db import reading
@@ -99,14 +101,24 @@ def rollback_in(conn: Connection, store: EventStore, specialist: str, alias: str
 
 
 def latest_move(conn: Connection, specialist: str, alias: str,
-                at: datetime | None = None) -> AliasMove | None:
+                upto: int | None = None) -> AliasMove | None:
+    """The move in force at log position ``upto`` (now when None; events/cut.py)."""
     query = select(alias_moves).where(alias_moves.c.specialist == specialist,
                                       alias_moves.c.alias == alias)
-    if at is not None:
-        # Stored as UTC wall time (SQLite keeps no offset), so compare in UTC.
-        query = query.where(alias_moves.c.moved_at <= utc(at).astimezone(UTC))
+    if upto is not None:
+        query = query.where(alias_moves.c.position <= upto)
     row = conn.execute(query.order_by(alias_moves.c.position.desc()).limit(1)).first()
     return _move(row) if row else None
+
+
+def all_moves_in(conn: Connection, upto: int) -> list[AliasMove]:
+    """The move in force at log position ``upto`` of every alias that pointed somewhere
+    then, by specialist and alias."""
+    am = alias_moves.c
+    latest = (select(func.max(am.position).label("p")).where(am.position <= upto)
+              .group_by(am.specialist, am.alias).subquery())
+    moves = [_move(r) for r in conn.execute(select(alias_moves).join(latest, am.position == latest.c.p))]
+    return sorted((m for m in moves if m.adapter_id), key=lambda m: (m.specialist, m.alias))
 
 
 def _refuse_if_protected(conn: Connection, specialist: str, alias: str, approved: bool) -> None:
@@ -192,7 +204,7 @@ class Aliases:
         """The move in effect at ``at`` (now when None); None if the alias was unset then."""
         with self.engine.connect() as conn:
             self._require_specialist(conn, specialist)
-            return latest_move(conn, specialist, alias, at)
+            return latest_move(conn, specialist, alias, cut_at(conn, at))
 
     def history(self, specialist: str, alias: str | None = None, limit: int = 100,
                 before: int | None = None) -> list[AliasMove]:
@@ -221,14 +233,8 @@ class Aliases:
 
     def all_at(self, at: datetime) -> list[AliasMove]:
         """The move in effect at ``at`` of every alias that pointed somewhere then."""
-        am = alias_moves.c
-        latest = (select(func.max(am.position).label("p"))
-                  .where(am.moved_at <= utc(at).astimezone(UTC))
-                  .group_by(am.specialist, am.alias).subquery())
-        query = select(alias_moves).join(latest, am.position == latest.c.p)
         with self.engine.connect() as conn:
-            moves = [_move(r) for r in conn.execute(query)]
-        return sorted((m for m in moves if m.adapter_id), key=lambda m: (m.specialist, m.alias))
+            return all_moves_in(conn, position_at(conn, at))
 
     def windows(self, adapter_ids: Iterable[str], conn: Connection | None = None) -> list[AliasWindow]:
         """Every span during which an alias pointed at one of ``adapter_ids``: from the

@@ -129,6 +129,8 @@ class ResolvedPolicyOut(Out):
 class PolicyOut(Out):
     specialist: str
     source: str = Field(description='"api", "contract:<name>@<version>" or "none"')
+    author: str | None = Field(None, description="Who set it: the API key's actor, or the "
+                               "contract version's publisher; null for the defaults")
     policy: TriggerPolicyOut
     resolved: ResolvedPolicyOut
 

@@ -792,6 +792,7 @@ class MoveRequestOut(ApiModel):
 class PolicyOut(ApiModel):
     specialist: str
     source: str
+    author: str | None = None
     policy: TriggerPolicyOut
     resolved: ResolvedPolicyOut
 
@@ -799,6 +800,7 @@ class PolicyOut(ApiModel):
 class PolicyStateOut(ApiModel):
     specialist: str
     source: str
+    author: str | None = None
     policy: TriggerPolicyOut
     resolved: ResolvedPolicyOut
     state: SpecialistStateOut

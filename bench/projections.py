@@ -20,7 +20,9 @@ Needs PostgreSQL (scripts/services.sh up; HCP_TEST_POSTGRES_URL or --admin-url).
   ceiling, and each command's peak memory is printed beside it. Each `audit all` appends
   its `audit.completed` event to the log, as always. At scale 1 `manifest_members` holds
   about 5.2M rows (a manifest's held-out side is every held-out reward of its specialist
-  up to its cut, 2,500 on average), and a replay holds each projected row twice.
+  up to its cut, 2,500 on average), and a replay holds each projected row twice: the
+  bench estimates the memory that takes (``REPLAY_BYTES_PER_ROW``) and refuses to start
+  the commands when it would not fit (``--force`` starts them anyway).
 * write path: see bench/projection_writes.py; per repeat, the median transaction of each
   side, and the ratio projected / alone; the figure is the median of per-repeat ratios.
 * ingest (bench/ingest.py's path, POST /v1/events -> ``events.ingest.ingest`` ->
@@ -55,6 +57,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CEILING_S = 60.0
 WRITE_GOAL = 1.05
 FULL = Shape(events=1_000_000, rewards=100_000, chains=40, length=51)
+# What a replay holds per projected row (live and replayed rows, origins, the events):
+# 3.2 KB measured in-process at --scale 0.1 (14,000 manifest members), rounded up.
+REPLAY_BYTES_PER_ROW = 3500
 
 
 def main() -> None:
@@ -82,6 +87,7 @@ def rebuild_and_audit(args: argparse.Namespace, shape: Shape) -> None:
         parts = container(url, data_dir)
         try:
             prepare(parts, shape, existed, name, data_dir)
+            enough_memory(parts, args.force)
             env = command_env(url, data_dir)
             seconds: dict[str, list[float]] = defaultdict(list)
             answers: dict[str, dict[str, Any]] = {}
@@ -118,6 +124,30 @@ def prepare(parts: Container, shape: Shape, existed: bool, name: str, data_dir: 
     print(f"tree at the head and a checkpoint signed: {time.perf_counter() - started:.1f} s "
           "(not part of the figures)", flush=True)
     print(f"data: {counts(parts)}", flush=True)
+
+
+def enough_memory(parts: Container, force: bool) -> None:
+    """Refuse a run whose replay would not fit in memory (the machine has no swap to spare
+    and is shared), unless ``force``."""
+    from sqlalchemy import func, select
+
+    from hcp.projections import PROJECTIONS
+
+    with parts.engine.connect() as conn:
+        rows = sum(int(conn.execute(select(func.count()).select_from(p.table)).scalar() or 0)
+                   for p in PROJECTIONS)
+    need, available = rows * REPLAY_BYTES_PER_ROW, mem_available()
+    print(f"projected rows {rows:,}: a replay needs about {need / 2**30:.1f} GiB, "
+          f"{available / 2**30:.1f} GiB available", flush=True)
+    if need > 0.8 * available and not force:
+        raise SystemExit("not enough memory for hcp rebuild --check and hcp audit all on this data "
+                         "(--force runs them anyway)")
+
+
+def mem_available() -> int:
+    with open("/proc/meminfo") as f:
+        fields = dict(line.split(":", 1) for line in f)
+    return int(fields["MemAvailable"].split()[0]) * 1024
 
 
 def counts(parts: Container) -> str:
@@ -243,6 +273,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--db-name", default="hcp_bench_lineage", help="the database --reuse keeps")
     p.add_argument("--data-dir", default="/tmp/hcp-bench-lineage",
                    help="with --reuse: where the artifacts and the base model are kept")
+    p.add_argument("--force", action="store_true",
+                   help="run rebuild and audit even when their replay looks too large for memory")
     p.add_argument("--idle-wait", type=float, default=120.0,
                    help="most seconds to wait for an idle machine before each repeat")
     p.add_argument("--admin-url", default=os.environ.get("HCP_TEST_POSTGRES_URL", ""))

@@ -8,7 +8,7 @@ token budget and stop rule), and says what each answer did (``respond``): the sa
 call, tool result, ``x.check`` and outcome events the serving harness records. Those
 replace the logged ones, so the contract judges what each model really wrote.
 
-The composition root registers it as ``rollout_harness = "tasks"``.
+The composition root gives it to the gate as ``rollout_harness = "tasks"``.
 """
 
 from __future__ import annotations

@@ -296,17 +296,18 @@ class Services:
         from harness.probes import run_probes
         from trainer.gate.heldout import Gate
         from trainer.gate.probes import register_probes
-        from trainer.gate.rollout import register_harness
+        from trainer.gate.rollout import BUILT_IN, HarnessFactory
         from trainer.runs.registration import Registration
         from trainer.runs.runner import RunnerDeps
 
-        # The gate's "tasks" rollout harness lives above the trainer: wired here, where the
-        # gate is built (the only one that looks harnesses up).
-        register_harness(TASKS_HARNESS, partial(tasks_harness, sandbox=self.code_sandbox))
+        # The gate's "tasks" rollout harness lives above the trainer: given to the gate here,
+        # where it is built (the only one that looks harnesses up).
+        tasks: HarnessFactory = partial(tasks_harness, sandbox=self.code_sandbox)
+        harnesses = {**BUILT_IN, TASKS_HARNESS: tasks}
         register_probes(partial(run_probes, sandbox=self.code_sandbox))
         return RunnerDeps(
             runs=self.runs, registry=self.registry, artifacts=self.artifacts,
-            manifests=self.manifests, gate=Gate(self.manifests, self.contracts),
+            manifests=self.manifests, gate=Gate(self.manifests, self.contracts, harnesses),
             registration=Registration(self.engine, self.store, self.runs, self.registry))
 
     def train(self, run_id: str, worker: str, config: RunnerConfig | None = None) -> RunOutcome:

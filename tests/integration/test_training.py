@@ -202,7 +202,8 @@ def test_the_rollout_gate_judges_generated_answers_with_the_contract(parts, roll
             asked.append((self.successor, list(prompts)))
             return ["Hello! Glad to help." if self.successor else "boom" for _ in prompts]
 
-    monkeypatch.setitem(rollout._HARNESSES, "scripted", Scripted)
+    gate_of = parts.runner.gate
+    monkeypatch.setattr(gate_of, "harnesses", {**gate_of.harnesses, "scripted": Scripted})
     gate = rollout_run(parts, rollout_trainer, rollout_harness="scripted", rollout_prompts=3,
                        auto_promote=True, alias="prod")
     assert gate["metric"] == "rollout" and gate["promote"] and gate["status"] == "promoted"

@@ -8,15 +8,14 @@ from pathlib import Path
 from hcp.services import Services
 from hcp.settings import Settings
 from kernel.db import make_engine
-from trainer.gate.rollout import RolloutTarget, make_harness
+from trainer.gate.rollout import RolloutTarget
 
 
 def test_the_gates_tasks_harness_checks_code_in_the_containers_sandbox(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
     services = Services(settings, make_engine(settings.resolved_database_url))
-    assert services.runner.gate is not None  # building the gate wires its harnesses
     target = RolloutTarget(base_dir=tmp_path, adapter_dir=None, max_new_tokens=8)
-    harness = make_harness("tasks", target)
+    harness = services.runner.gate.harness("tasks")(target)
     assert harness.sandbox is services.code_sandbox  # type: ignore[attr-defined]
     assert not services.code_sandbox.allow_unsandboxed
 

@@ -7,7 +7,7 @@ The parent is the parent adapter, or the bare base model for a root version. The
   rewarded examples (the reward-weighted log-likelihood margin, and one margin per
   criterion), judged by ``decision.judge``.
 - ``rollout``: both models answer the prompts of the latest ``rollout_prompts`` held-out
-  subjects (greedy, with the registered ``rollout_harness``), the contract version that
+  subjects (greedy, with the gate's harness named ``rollout_harness``), the contract version that
   scored each subject judges it again with the answer in its place (``gate.rollout``),
   and ``decision.judge_rollouts`` compares them by the policy's ``test`` (mean, paired
   bootstrap interval or sign test) and checks the criteria's means. The parent's answers
@@ -20,7 +20,7 @@ The returned record goes into ``metrics.gate`` whether the successor passes or n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,10 +53,21 @@ class GateInputs:
 
 
 class Gate:
-    """Successor against parent, under a run's gate policy."""
+    """Successor against parent, under a run's gate policy.
 
-    def __init__(self, manifests: Manifests, contracts: ContractVersions) -> None:
+    ``harnesses`` are the rollout harnesses a policy may name (``rollout.BUILT_IN`` and those
+    the composition root adds: some live above the trainer)."""
+
+    def __init__(self, manifests: Manifests, contracts: ContractVersions,
+                 harnesses: Mapping[str, rollout.HarnessFactory]) -> None:
         self.manifests, self.contracts = manifests, contracts
+        self.harnesses = harnesses
+
+    def harness(self, name: str) -> rollout.HarnessFactory:
+        """Raises:
+            Invalid: this gate was given no harness named ``name``.
+        """
+        return rollout.pick_harness(self.harnesses, name)
 
     def prepare(self, held_out: Sequence[ManifestExample],
                 policy: GatePolicy) -> list[rollout.RolloutCase]:
@@ -64,7 +75,7 @@ class Gate:
         harness, subject or contract fails the run before its training time is spent."""
         if policy.metric != "rollout" or not held_out:
             return []
-        rollout.require_harness(policy.rollout_harness)
+        self.harness(policy.rollout_harness)
         return self.rollout_cases(rollout.latest(held_out, policy.rollout_prompts))
 
     def judge(self, inputs: GateInputs, policy: GatePolicy) -> dict[str, Any]:
@@ -77,19 +88,21 @@ class Gate:
                     "comparison": {}, "metric": policy.metric}
         record = {"metric": policy.metric, "parent_is_base": inputs.parent_dir is None,
                   "held_out": len(held_out)}
-        if policy.metric == "rollout" and not policy.offline_beside:
-            return with_probes({**_rollout_gate(inputs, policy, None, None), **record}, inputs, policy)
+        harness = self.harness(policy.rollout_harness) if policy.metric == "rollout" else None
+        if harness is not None and not policy.offline_beside:
+            return with_probes({**_rollout_gate(inputs, policy, harness, None, None), **record},
+                               inputs, policy)
         examples = [ex.training_example() for ex in held_out]
         names = set.intersection(*(set(ex.components) for ex in held_out))
         criteria = {n: [ex.components[n] for ex in held_out] for n in sorted(names)}
         successor, parent = (heldout_metric(inputs.base_dir, adapter, examples, criteria=criteria,
                                             max_len=inputs.max_len, device=inputs.device)
                              for adapter in (inputs.successor_dir, inputs.parent_dir))
-        if policy.metric == "offline":
+        if harness is None:
             return with_probes({**judge(successor, parent, policy), **record,
                                 "successor": successor.to_dict(), "parent": parent.to_dict()},
                                inputs, policy)
-        return with_probes({**_rollout_gate(inputs, policy, successor, parent), **record},
+        return with_probes({**_rollout_gate(inputs, policy, harness, successor, parent), **record},
                            inputs, policy)
 
     def rollout_cases(self, examples: Sequence[ManifestExample]) -> list[rollout.RolloutCase]:
@@ -123,10 +136,10 @@ class Gate:
             raise Invalid(f"rollout gate: contract {name}@{version} cannot judge answers: {exc}") from exc
 
 
-def _rollout_gate(inputs: GateInputs, policy: GatePolicy, successor: GateMetrics | None,
-                  parent: GateMetrics | None) -> dict[str, Any]:
-    ours = _rollouts(inputs, inputs.successor_dir, policy)
-    theirs = _rollouts(inputs, inputs.parent_dir, policy, reusable(inputs, policy))
+def _rollout_gate(inputs: GateInputs, policy: GatePolicy, harness: rollout.HarnessFactory,
+                  successor: GateMetrics | None, parent: GateMetrics | None) -> dict[str, Any]:
+    ours = _rollouts(inputs, harness, inputs.successor_dir, policy)
+    theirs = _rollouts(inputs, harness, inputs.parent_dir, policy, reusable(inputs, policy))
     logged = [ex.reward for ex in rollout.latest(inputs.held_out, policy.rollout_prompts)]
     return {
         **judge_rollouts(ours, theirs, policy),
@@ -216,12 +229,12 @@ def reusable(inputs: GateInputs, policy: GatePolicy) -> tuple[list[str], str] | 
     return list(mine["answers"]), f"the gate record of {inputs.parent_ref or 'the parent'}"
 
 
-def _rollouts(inputs: GateInputs, adapter: Path | None, policy: GatePolicy,
-              reuse: tuple[list[str], str] | None = None) -> rollout.RolloutMetrics:
+def _rollouts(inputs: GateInputs, factory: rollout.HarnessFactory, adapter: Path | None,
+              policy: GatePolicy, reuse: tuple[list[str], str] | None = None) -> rollout.RolloutMetrics:
     target = rollout.RolloutTarget(inputs.base_dir, adapter, policy.rollout_max_new_tokens,
                                    max_prompt_tokens=inputs.max_len, device=inputs.device,
                                    precision=inputs.precision)
-    harness = rollout.make_harness(policy.rollout_harness, target)
+    harness = factory(target)
     if reuse is not None:
         return rollout.measure(harness, inputs.cases, texts=reuse[0], reused_from=reuse[1])
     return rollout.measure(harness, inputs.cases)

@@ -1,8 +1,9 @@
 """Rollouts for the gate: harnesses that answer held-out prompts, and the contract's verdict
 on their answers. Pure: the harness a factory builds does the torch work when called.
 
-Harnesses are registered by name (``register_harness``); a gate policy names the one it
-uses (``rollout_harness``, default ``"text"``: greedy generation with base + adapter).
+A gate is given its harnesses by name (``Gate(..., harnesses)``: ``BUILT_IN`` and what the
+composition root adds); a gate policy names the one it uses (``rollout_harness``, default
+``"text"``: greedy generation with base + adapter).
 
 A held-out subject is judged again with a generated answer in place of the logged one:
 its events are kept, the text of its LAST ``turn.assistant`` is replaced, and the
@@ -10,8 +11,8 @@ contract version that made its reward evaluates it (``build_input`` +
 ``evaluate_subject``). With the ``"text"`` harness everything else in the subject (tool
 calls, check results, feedback, the outcome) is what happened to the logged answer, so a
 criterion that reads only those gives every model the same value. A harness that also
-``respond``s (``AnsweringHarness``, e.g. the task harness the composition root registers
-as ``"tasks"``) returns the events its answer produces (the tool call it made and its
+``respond``s (``AnsweringHarness``, e.g. the task harness the composition root gives the
+gate as ``"tasks"``) returns the events its answer produces (the tool call it made and its
 result, the check of what it wrote), and those replace the logged ones of the last turn:
 then the contract judges what each model really did. An evaluation without a score (an
 expression error, or the contract no longer applies to the changed subject) scores 0 and
@@ -22,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from contract.evaluate import CompiledContract, Evaluation, evaluate_subject
@@ -75,40 +77,29 @@ class AnsweringHarness(Protocol):
 
 
 HarnessFactory = Callable[[RolloutTarget], RolloutHarness]
-_HARNESSES: dict[str, HarnessFactory] = {}
 
 
-def register_harness(name: str, factory: HarnessFactory) -> None:
-    """Make ``factory`` available to gate policies as ``rollout_harness = name``."""
-    _HARNESSES[name] = factory
-
-
-def harness_names() -> list[str]:
-    return sorted(_HARNESSES)
-
-
-def require_harness(name: str) -> HarnessFactory:
-    """Raises:
-        Invalid: no harness is registered under ``name``.
-    """
-    factory = _HARNESSES.get(name)
-    if factory is None:
-        raise Invalid(f"no rollout harness '{name}' (registered: {', '.join(harness_names())})")
-    return factory
-
-
-def make_harness(name: str, target: RolloutTarget) -> RolloutHarness:
-    return require_harness(name)(target)
-
-
-def _text_harness(target: RolloutTarget) -> RolloutHarness:
+def text_harness(target: RolloutTarget) -> RolloutHarness:
+    """Greedy generation with base + adapter: the harness every gate has."""
     from trainer.ml.metrics import TextRolloutHarness
 
     return TextRolloutHarness(target.base_dir, target.adapter_dir, target.max_new_tokens,
                               target.device, max_prompt_tokens=target.max_prompt_tokens)
 
 
-register_harness("text", _text_harness)
+BUILT_IN: Mapping[str, HarnessFactory] = MappingProxyType({"text": text_harness})
+
+
+def pick_harness(harnesses: Mapping[str, HarnessFactory], name: str) -> HarnessFactory:
+    """The factory a gate policy names (``rollout_harness = name``).
+
+    Raises:
+        Invalid: ``harnesses`` has none under ``name``.
+    """
+    factory = harnesses.get(name)
+    if factory is None:
+        raise Invalid(f"no rollout harness '{name}' (the gate has: {', '.join(sorted(harnesses))})")
+    return factory
 
 
 @dataclass(frozen=True)

@@ -51,16 +51,16 @@ def metrics(mean: float, n: int = 4, **criteria: float) -> RolloutMetrics:
                           error_samples=(), responses_sha256="x")
 
 
-def test_the_text_harness_is_built_in_and_others_can_be_registered(monkeypatch):
+def test_the_text_harness_is_built_in_and_others_can_be_given():
     target = RolloutTarget("/models/base", None, max_new_tokens=8, max_prompt_tokens=64)
-    built = rollout.make_harness("text", target)
+    built = rollout.pick_harness(rollout.BUILT_IN, "text")(target)
     assert isinstance(built, TextRolloutHarness)
     assert (built.max_new_tokens, built.max_prompt_tokens, built.adapter_dir) == (8, 64, None)
     with pytest.raises(Invalid, match="no rollout harness 'echo'.*text"):
-        rollout.make_harness("echo", target)
-    monkeypatch.setitem(rollout._HARNESSES, "echo", lambda t: Scripted(f"{t.max_new_tokens}"))
-    assert rollout.make_harness("echo", target).generate(["q"]) == ["8"]
-    assert "echo" in rollout.harness_names()
+        rollout.pick_harness(rollout.BUILT_IN, "echo")
+    given = {**rollout.BUILT_IN, "echo": lambda t: Scripted(f"{t.max_new_tokens}")}
+    assert rollout.pick_harness(given, "echo")(target).generate(["q"]) == ["8"]
+    assert "echo" not in rollout.BUILT_IN
 
 
 def test_only_the_last_assistant_answer_is_replaced():

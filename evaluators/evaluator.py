@@ -49,7 +49,7 @@ from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
 from evaluators.scoring import ScoringVersion, score_subjects, subject_kinds
 from evaluators.subjects import SubjectReader
-from events.feed import DatabaseLogReader, KafkaRecordReader, LogReader, LogUnavailable
+from events.feed import LogReader, LogUnavailable, ResultsTransaction
 from events.model import RecordedEvent
 from events.store import EventStore
 
@@ -129,31 +129,32 @@ class Evaluator:
             scored = score_subjects(subjects, versions)
             # Before the position can commit: a publication's job must not be skipped.
             started = tuple(self._start_jobs(events))
-            stored = self._store(scored)
+            transaction = self.reader.results_transaction()  # bound to this batch's position
+            stored = self._store(scored, transaction)
         except BaseException:
             self._abandon()
             raise
-        if not isinstance(self.reader, DatabaseLogReader):
+        if transaction is None:
             self.reader.commit()  # only now: every reward of the batch is durable
         return StepResult(len(events), len(subjects), stored, started)
 
-    def _store(self, records: list[RewardRecord]) -> int:
+    def _store(self, records: list[RewardRecord], transaction: ResultsTransaction | None) -> int:
         """Store a batch's rewards; the number of rewards newly stored by this call.
 
-        The database reader's position commits in the rewards' transaction, which runs in
-        the background: first the previous batch's save is collected (durable now, or its
-        error raised here, before this batch is handed over), then this batch's starts
-        with the position this batch reached. Other readers: stored here and now.
+        A reader that commits its position in the rewards' transaction (the database
+        reader's) has it run in the background: first the previous batch's save is
+        collected (durable now, or its error raised here, before this batch is handed
+        over), then this batch's starts with the position this batch reached. Other
+        readers: stored here and now.
         """
-        if not isinstance(self.reader, DatabaseLogReader):
+        if transaction is None:
             return len(self.rewards.record(records))
         stored = self.saves.wait()
-        reader, position = self.reader, self.reader.position
-        self.saves.submit(lambda: self._save(reader, records, position))
+        self.saves.submit(lambda: self._save(transaction, records))
         return stored
 
-    def _save(self, reader: DatabaseLogReader, records: list[RewardRecord], position: int) -> int:
-        with reader.committing(position) as conn:
+    def _save(self, transaction: ResultsTransaction, records: list[RewardRecord]) -> int:
+        with transaction() as conn:
             return len(self.rewards.record(records, conn))
 
     def _abandon(self) -> None:
@@ -179,13 +180,14 @@ class Evaluator:
     def _versions(self, events: Sequence[RecordedEvent]) -> list[ScoringVersion]:
         """The active versions, read again unless nothing can have changed them.
 
-        The database reader hands out every event in position order, and a version's
-        status changes only together with an event on its contract's stream (in the same
-        transaction); so a batch without one leaves them as they were. Kafka readers see
-        their partitions only, and read them every time; so does everyone now and then.
+        A version's status changes only together with an event on its contract's stream
+        (in the same transaction); so for a reader that sees every such event in position
+        order (the database reader) a batch without one leaves them as they were. Kafka
+        readers see their partitions only, and read them every time; so does everyone now
+        and then.
         """
         now = time.monotonic()
-        if (not isinstance(self.reader, DatabaseLogReader) or now >= self._next_refresh
+        if (not self.reader.sees_every_contract_event or now >= self._next_refresh
                 or any(e.stream_id.startswith(CONTRACT_STREAM) for e in events)):
             self._next_refresh = now + REFRESH_S
             return self.active.refresh()
@@ -254,7 +256,7 @@ class Evaluator:
     def _caught_up(self) -> bool:
         if self.reevaluations.jobs(status="running"):
             return False
-        return caught_up(self.reader, self.store)
+        return self.reader.caught_up()
 
     def _start_jobs(self, events: Sequence[RecordedEvent]) -> list[Job]:
         started = []
@@ -272,16 +274,3 @@ class Evaluator:
                 log.info("no re-evaluation for %s@%s: %s", name, version, exc)
         return started
 
-
-def caught_up(reader: LogReader[RecordedEvent], store: EventStore) -> bool:
-    """Whether ``reader`` has been handed everything there is to read right now."""
-    if isinstance(reader, DatabaseLogReader):
-        return reader.position >= store.head()
-    if isinstance(reader, KafkaRecordReader):
-        consumer = reader.consumer
-        assigned = consumer.assignment()
-        if not assigned:
-            return False
-        ends = consumer.end_offsets(list(assigned))
-        return all(consumer.position(tp) >= ends[tp] for tp in assigned)
-    return False

@@ -21,9 +21,10 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from kafka import ConsumerRebalanceListener, OffsetAndMetadata, TopicPartition
 from kafka.errors import CommitFailedError, KafkaError
@@ -40,9 +41,21 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# Opens the transaction for a batch's results that also commits the batch's position.
+ResultsTransaction = Callable[[], AbstractContextManager[Connection]]
+
 
 class LogReader(ABC, Generic[T]):
-    """A consumer's view of a log; commit only what has been durably processed."""
+    """A consumer's view of a log; commit only what has been durably processed.
+
+    Besides reading, a consumer asks its reader what it can promise (the evaluator does:
+    evaluators/evaluator.py). The defaults promise nothing, as a reader whose position
+    lives outside the database (Kafka offsets) cannot.
+    """
+
+    # Whether every event of the contract streams comes to this reader, in log position
+    # order: then a batch without one has changed nothing that such an event changes.
+    sees_every_contract_event: ClassVar[bool] = False
 
     @abstractmethod
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[T]:
@@ -60,6 +73,17 @@ class LogReader(ABC, Generic[T]):
     @abstractmethod
     def close(self) -> None:
         """Release connections; does not commit."""
+
+    def results_transaction(self) -> ResultsTransaction | None:
+        """A transaction, to be opened later (from another thread too), for the results of
+        everything polled so far that also commits it: exactly-once. None: the reader
+        commits only by ``commit``, which the consumer calls once the results are durable."""
+        return None
+
+    def caught_up(self) -> bool:
+        """Whether everything there is to read right now has been handed out; False when
+        the reader cannot tell."""
+        return False
 
     def __enter__(self) -> Self:
         return self
@@ -136,6 +160,13 @@ class KafkaRecordReader(LogReader[T]):
             self.first_pending.pop(tp, None)
             self.next_offset.pop(tp, None)
 
+    def caught_up(self) -> bool:
+        assigned = self.consumer.assignment()
+        if not assigned:
+            return False
+        ends = self.consumer.end_offsets(list(assigned))
+        return all(self.consumer.position(tp) >= ends[tp] for tp in assigned)
+
     def close(self) -> None:
         self.consumer.close(autocommit=False)
 
@@ -205,6 +236,10 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
     re-scored to rewards that already exist, which the reward store skips).
     """
 
+    # The log in position order, or a share of it, and every share holds the contract
+    # streams (events/log_share.py).
+    sees_every_contract_event = True
+
     def __init__(self, engine: Engine, store: EventStore, name: str,
                  poll_interval: float = 0.05, share: LogShare | None = None) -> None:
         self.store, self.poll_interval = store, poll_interval
@@ -250,6 +285,13 @@ class DatabaseLogReader(LogReader[RecordedEvent]):
             if position != self.committed:
                 self.checkpoints.save(self.name, position, conn)
         self.committed = position
+
+    def results_transaction(self) -> ResultsTransaction:
+        """``committing`` the position polled so far, to be opened later."""
+        return partial(self.committing, self.position)
+
+    def caught_up(self) -> bool:
+        return self.position >= self.store.head()
 
     def commit(self, conn: Connection | None = None) -> None:
         """Also takes the transaction that writes the results: then it is exactly-once."""

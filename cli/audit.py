@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cli.audit_keys import KEY_HELP, load_verifier
 from cli.common import cli_container
 from cli.output import (
     JsonOpt,
@@ -24,26 +25,9 @@ from kernel.errors import Invalid
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
-    from audit.keys import VerifierKey
     from audit.report import AuditReport
 
 app = command_group("What an auditor asks and proves: audits, keys, checkpoints, proofs")
-
-KEY_HELP = "The log's verifier key (name+id+base64, or a file holding it); default: the server's own"
-
-
-def load_verifier(key: str | None, name: str | None = None) -> VerifierKey | None:
-    """A verifier key given as text or as a file (PEM and OpenSSH need ``name``)."""
-    from audit.keys import KeyFormatError, VerifierKey
-
-    if key is None:
-        return None
-    text = Path(key).read_text() if Path(key).is_file() else key
-    try:
-        return VerifierKey.load(text, name)
-    except KeyFormatError as exc:
-        raise Invalid(f"--key: {exc}") from None
-
 
 @app.command("adapter")
 def audit_adapter(adapter_id: str = typer.Argument(..., help="SPECIALIST@VERSION"),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cli.audit import KEY_HELP, load_verifier
+from cli.audit_keys import KEY_HELP, load_verifier
 from cli.common import cli_container
 from cli.output import JsonOpt, command_group, print_json, print_json_lines, progress_console
 from cli.signals import stop_on_signals

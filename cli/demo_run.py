@@ -20,82 +20,33 @@ held-out answers under the final contract, so the chart compares like with like.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.demo_env import environment as demo_environment
-from cli.demo_report import Generation, adapter_row, finish_report
+from cli.demo_report import adapter_row, finish_report
 from cli.demo_setup import (  # noqa: F401 (re-exported: tests and the stack use them)
     ACTOR,
     CONTRACT,
     EXAMPLE_CONTRACT,
-    REAL_MODEL,
     TINY_HYPER,
-    TINY_MODEL,
     ensure_base_model,
     ensure_published,
     ensure_specialists,
     task_sets,
 )
+from cli.demo_state import Backend, Demo, DemoConfig
 from contract.document import parse_contract
-from contract.versions import ContractVersions
 from evaluators.publishing import PublishRefused
 from events.ingest import Author, IngestLimits
-from harness.serve import AdapterSource, ServesTasks, Sink, TaskHarness
+from harness.serve import AdapterSource, Sink, TaskHarness
 from harness.sources import IngestSink, RegistryAdapters
 from harness.tasks import Task
 from hcp.bootstrap import Container
 from trainer.runs.dispatch import InProcessDispatcher
-
-
-@dataclass(frozen=True)
-class DemoConfig:
-    model: str = REAL_MODEL  # "smollm2-135m" or "tiny"
-    specialists: tuple[str, ...] = ("coding", "genui")
-    generations: int = 3
-    train_tasks: int = 48  # per specialist per generation
-    held_out: int = 192  # per specialist: the gate's held-out tasks
-    eval_tasks: int = 96  # per specialist: the evaluation set no gate sees (0: none)
-    k: int = 4
-    temperature: float = 0.5
-    seed: int = 0
-    v2_after: int = 2  # publish contract v2 after this generation (0: never)
-    out_dir: Path | None = None  # report and chart; default <data_dir>/demo
-    device: str | None = None
-
-
-class Backend(Protocol):
-    """Where the loop runs: embedded (this process) or the stack (cli/demo_stack.py)."""
-
-    def harness(self, demo: Demo, base_model: str) -> ServesTasks:
-        """The harness, recording through this backend's ingest path."""
-
-    def score(self, demo: Demo, what: str) -> None:
-        """Return once everything recorded so far is scored under the published contract."""
-
-    def wait_run(self, demo: Demo, run_id: str) -> None:
-        """Return once the training run has finished."""
-
-
-@dataclass
-class Demo:
-    container: Container
-    config: DemoConfig
-    console: Console
-    backend: Backend | None = None
-    harness: ServesTasks | None = None
-    generations: list[Generation] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    answers: int = 0  # sessions recorded so far
-
-    @property
-    def contracts(self) -> ContractVersions:
-        return self.container.contracts
 
 
 def bar(console: Console) -> Progress:

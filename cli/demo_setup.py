@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cli.demo_state import REAL_MODEL, TINY_MODEL
 from contract.document import parse_contract
 from contract.split import subject_split
 from contract.versions import VersionNotFound
@@ -19,12 +20,11 @@ from harness.tasks.catalog import EVAL_SEED, TRAIN_SEED, held_out_tasks, train_t
 from kernel.errors import NotFound
 
 if TYPE_CHECKING:
-    from cli.demo_run import Demo
+    from cli.demo_state import Demo
 
 ACTOR = "user:demo"
 CONTRACT = "harness"
 EXAMPLE_CONTRACT = Path(__file__).parents[1] / "examples" / "contracts" / "harness.toml"
-REAL_MODEL, TINY_MODEL = "smollm2-135m", "hcp-tiny"
 # Tiny mode: a random model rarely passes anything, so it trains on any rewarded answer
 # (partial credit) for one epoch in fp32; the real model keeps the contract's recipe.
 TINY_HYPER = {"min_reward": 0.0, "epochs": 1.0, "precision": "fp32", "max_len": 256}

@@ -78,7 +78,7 @@ class Kept:
 
 def _kept(container: Container, path: Path | None, key: str | None) -> Kept:
     from audit.checkpoints import CheckpointError, load_checkpoints, open_checkpoint
-    from cli.audit import load_verifier
+    from cli.audit_keys import load_verifier
 
     verifier = load_verifier(key) or container.verifier
     if path is not None:

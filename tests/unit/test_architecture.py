@@ -82,6 +82,13 @@ def test_trainer_sub_packages_have_no_import_circle() -> None:
     assert upward == []
 
 
+def test_cli_modules_have_no_import_circle() -> None:
+    commands = {module for module, _ in modules() if module.split(".")[0] == "cli"}
+    edges = {(module, name) for module, path in modules() if module in commands
+             for name in imports_of(path) if name in commands and name != module}
+    assert _cycle(commands, edges) is None
+
+
 @cache
 def table_owners() -> dict[str, str]:
     """Table name -> the package (trainer: sub-package) whose ``tables`` module declares it."""

@@ -31,6 +31,7 @@ from audit.sources import (
 from contract.versions import contract_stream
 from evaluators.chain import SEAL_STREAM, SEAL_TYPE
 from events.model import RecordedEvent
+from events.projections.compare import Where
 from kernel.errors import NotFound
 from trainer.journal import base_model_stream, run_stream, specialist_stream
 from trainer.registry.events import AdapterRegistered, AdapterStatusChanged, BaseModelRegistered
@@ -91,8 +92,8 @@ class Scope:
 
     def rows_in_scope(self) -> dict[str, Callable[[Row], bool]]:
         """By projected table, which of its rows the ancestry relies on."""
-        def where(column: str, values: set[str]) -> Callable[[Row], bool]:
-            return lambda row: row[column] in values
+        def where(column: str, values: set[str]) -> Where:
+            return Where(column, frozenset(values))  # a grouped table reads only these groups
 
         specialist = {self.specialist}
         requests = {e.payload["request_id"] for e in self.events if "request_id" in e.payload}

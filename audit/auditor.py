@@ -73,7 +73,8 @@ class Auditor:
                   lambda f: approvals.check_approvals(f, specialist_steps))
         run.check("manifest_examples", "dataset_manifests", "trigger.fired and dataset.frozen hashes; "
                   "examples rebuilt from rewards and events",
-                  lambda f: rebuild_manifests(src, f, src.manifests.stored_rows(), of([training.FROZEN]),
+                  lambda f: rebuild_manifests(src, f, src.manifests.scan_stored(),
+                                              src.store.scan_types([training.FROZEN]),
                                               of([training.FIRED]), run))
         run.check(heldout.NAME, heldout.TABLE, heldout.AGAINST, lambda f:
                   heldout.check_held_out(f, src.registry.adapters(), src.manifests))

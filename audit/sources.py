@@ -5,7 +5,7 @@ composition root), the timed findings of each check, and the checks both scopes 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from kernel.clock import utcnow
 from kernel.errors import Conflict, NotFound
 from trainer.datasets.manifest import Manifest
 from trainer.datasets.manifests import Manifests
+from trainer.datasets.rebuilds import ManifestRebuilds
 from trainer.registry.artifacts import ArtifactCorrupted, ArtifactNotFound, ArtifactStore
 from trainer.registry.records import RegistryRecords
 from trainer.runs.store import Runs
@@ -84,17 +85,19 @@ class Run:
 
 
 
-def rebuild_manifests(src: AuditSources, f: Findings, rows: list[dict[str, Any]],
-                      frozen: list[RecordedEvent], fired: list[RecordedEvent], run: Run) -> None:
+def rebuild_manifests(src: AuditSources, f: Findings, rows: Iterable[dict[str, Any]],
+                      frozen: Iterable[RecordedEvent], fired: Iterable[RecordedEvent], run: Run) -> None:
     """Each firing's manifest hash against its dataset.frozen, then every manifest's examples
-    rebuilt from its rewards and events (all of them read once)."""
+    rebuilt from its rewards and events (each reward's example built once: ``ManifestRebuilds``)."""
     training.check_frozen_hashes(f, frozen, fired)
-    for manifest_id, problem in src.manifests.rebuild_many(rows).items():
+    rebuilds = ManifestRebuilds(src.rewards, src.store)
+    for done, row in enumerate(rows, 1):
         f.checked += 1
+        problem = rebuilds.verdict(row)
         if problem is not None:
-            f.add(f"dataset_manifests manifest_id={manifest_id}", f"rebuilt from its rewards and events: "
-                                                                  f"{problem}")
-    run.progress("manifest_examples", len(rows), len(rows))
+            f.add(f"dataset_manifests manifest_id={row['manifest_id']}",
+                  f"rebuilt from its rewards and events: {problem}")
+        run.progress("manifest_examples", done, done)
 
 
 def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]], run: Run) -> None:
@@ -137,14 +140,20 @@ def _findings(rebuilder: Rebuilder, check: TableCheck, seconds: float) -> Findin
 
 def check_training_examples(src: AuditSources, f: Findings, events: list[RecordedEvent]) -> None:
     """Which examples each run trained on, derived again from its rebuilt manifest."""
+    rebuilds = ManifestRebuilds(src.rewards, src.store)
     rebuilt: dict[str, Manifest | str] = {}
 
     def manifest(manifest_id: str) -> Manifest | str:
         if manifest_id not in rebuilt:
             try:
-                rebuilt[manifest_id] = src.manifests.rebuild(manifest_id)
-            except (Conflict, NotFound) as exc:
+                row = src.manifests.row(manifest_id)
+            except NotFound as exc:
                 rebuilt[manifest_id] = str(exc)
+                return rebuilt[manifest_id]
+            found = rebuilds.rebuild(row._mapping)
+            rebuilt[manifest_id] = found if found.content_hash == row.content_hash else str(Conflict(
+                f"manifest {manifest_id} no longer rebuilds to its content hash {row.content_hash[:12]}… "
+                f"(got {found.content_hash[:12]}…)"))
         return rebuilt[manifest_id]
 
     training.check_selections(f, events, manifest)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection, Generator, Iterable, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, String, and_, func, select, text
@@ -189,6 +189,17 @@ class SqlEventStore(EventStore):
                 found += [event_from_row(r._mapping) for r in c.execute(query.order_by(e.position))]
         found.sort(key=lambda event: event.position)
         return found if raw else [upcast_event(event) for event in found]
+
+    def scan_types(self, types: Collection[str], conn: Connection | None = None,
+                   page: int = 200) -> Iterator[RecordedEvent]:
+        e = events_table.c
+        query = (select(events_table).where(e.type.in_(sorted(set(types))))
+                 .order_by(e.position).limit(page))
+        after = 0
+        with reading(self.engine, conn) as c:
+            while rows := [event_from_row(r._mapping) for r in c.execute(query.where(e.position > after))]:
+                yield from rows
+                after = rows[-1].position
 
     def read_windows(self, reads: dict[str, tuple[int, int]],
                      episode_end: str) -> dict[str, list[RecordedEvent]]:

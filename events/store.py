@@ -150,6 +150,13 @@ class EventStore(ABC):
         return [e if raw else upcast_event(e) for e in self.iter_all(raw=True)
                 if e.type in wanted and (on is None or e.stream_id in on)]
 
+    def scan_types(self, types: Collection[str], conn: Connection | None = None,
+                   page: int = 200) -> Iterator[RecordedEvent]:
+        """What ``of_types`` returns (every stream, as stored), handed out a page of
+        ``page`` events at a time: a replay of the whole log holds one page, not the log.
+        ``conn``: the caller's transaction (one snapshot with what it compares)."""
+        yield from self.of_types(types, conn=conn)
+
     def read_share(self, share: LogShare, after: int, limit: int) -> tuple[list[RecordedEvent], int]:
         """The events of ``share`` (events/log_share.py) with position > ``after``, in
         position order, upcast; and how far the log was read.

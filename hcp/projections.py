@@ -15,8 +15,8 @@ written in, and a rebuild inserts in).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import lru_cache
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -28,6 +28,7 @@ from contract.projections import CONTRACT_SERVING_MOVES, CONTRACT_VERSIONS
 from contract.serving import SERVING_LOCK_KEY
 from evaluators.chain import RewardSealed
 from evaluators.events import ReevaluationFinished
+from evaluators.model import RewardRecord
 from evaluators.rewards import RewardStore
 from events.projections.model import ProjectionSet
 from events.sql_append import APPEND_LOCK_KEY
@@ -62,15 +63,44 @@ WRITER_LOCKS = (REGISTRY_LOCK_KEY, SERVING_LOCK_KEY, APPEND_LOCK_KEY)
 
 def replay_sources(rewards: RewardStore) -> Callable[[Connection], dict[str, Callable[..., Any]]]:
     """The chained records a replay's projectors read, on the replay's own connection: a
-    manifest's rewards by id (its three tables ask for the same ones: kept for the last few)."""
+    manifest's rewards by id (``RecentRewards``)."""
     def on(conn: Connection) -> dict[str, Callable[..., Any]]:
-        @lru_cache(maxsize=4)
-        def by_ids(ids: tuple[str, ...]) -> list[Any]:
-            return rewards.by_ids(ids, conn)
-
-        return {REWARDS: lambda ids: by_ids(tuple(ids))}
+        return {REWARDS: RecentRewards(rewards, conn)}
 
     return on
+
+
+class RecentRewards:
+    """Reward records by id for a replay, read through the reward store and kept for the
+    manifests after: each manifest's held-out side lists every earlier held-out reward, so
+    reading each manifest's rewards afresh would read the same rows again and again. At
+    most ``capacity`` are kept (about 1.5 KB each), the least recently asked dropped
+    first: memory stays bounded however long the log, and a manifest's three tables,
+    which ask for the same ids one after another, are answered once."""
+
+    def __init__(self, rewards: RewardStore, conn: Connection, capacity: int = 50_000) -> None:
+        self.rewards, self.conn, self.capacity = rewards, conn, capacity
+        self.kept: OrderedDict[str, RewardRecord] = OrderedDict()
+        self.last: tuple[Sequence[str], dict[str, RewardRecord]] | None = None
+
+    def __call__(self, ids: Sequence[str]) -> Mapping[str, RewardRecord]:
+        if self.last is not None and self.last[0] is ids:
+            return self.last[1]
+        found: dict[str, RewardRecord] = {}
+        missing = []
+        for reward_id in ids:
+            record = self.kept.get(reward_id)
+            if record is None:
+                missing.append(reward_id)
+            else:
+                found[reward_id] = record
+                self.kept.move_to_end(reward_id)
+        for record in self.rewards.by_ids(missing, self.conn) if missing else ():
+            found[str(record.reward_id)] = self.kept[str(record.reward_id)] = record
+        while len(self.kept) > self.capacity:
+            self.kept.popitem(last=False)
+        self.last = (ids, found)
+        return found
 
 
 # Server event types that change no projected table, and what vouches for them instead.

@@ -9,7 +9,7 @@ hash to what it froze (``audit.sources.rebuild_manifests``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from audit.report import Findings
 from events.model import RecordedEvent
@@ -23,8 +23,10 @@ FROZEN, FIRED = DatasetFrozen.TYPE, TriggerFired.TYPE
 QUEUED, SUCCEEDED = TrainingQueued.TYPE, TrainingSucceeded.TYPE
 
 
-def check_frozen_hashes(findings: Findings, frozen: list[RecordedEvent], fired: list[RecordedEvent]) -> None:
-    recorded = {e.payload["manifest_id"]: e for e in frozen}
+def check_frozen_hashes(findings: Findings, frozen: Iterable[RecordedEvent],
+                        fired: Iterable[RecordedEvent]) -> None:
+    # Only what the comparison needs of each dataset.frozen: their reward id lists are long.
+    recorded = {e.payload["manifest_id"]: (e.position, e.payload["content_hash"]) for e in frozen}
     for event in fired:
         findings.checked += 1
         p = event.payload
@@ -33,10 +35,10 @@ def check_frozen_hashes(findings: Findings, frozen: list[RecordedEvent], fired: 
         if made is None:
             findings.add(subject, f"trigger.fired at position {event.position} names manifest "
                                   f"{p['manifest_id']}, which no dataset.frozen event recorded")
-        elif made.payload["content_hash"] != p["manifest_hash"]:
+        elif made[1] != p["manifest_hash"]:
             findings.add(subject, f"trigger.fired at position {event.position} froze content hash "
-                                  f"{p['manifest_hash'][:12]}…, dataset.frozen at position {made.position} "
-                                  f"recorded {made.payload['content_hash'][:12]}…")
+                                  f"{p['manifest_hash'][:12]}…, dataset.frozen at position {made[0]} "
+                                  f"recorded {made[1][:12]}…")
 
 
 def check_selections(findings: Findings, events: list[RecordedEvent],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -20,7 +20,7 @@ from sqlalchemy import Boolean, Column, DateTime, Float, Integer, Table, Uuid, i
 from sqlalchemy.engine import Connection
 
 from events.projections.model import Key, Near, Projection, Row, Subset, Unrecorded
-from events.projections.replay import Origin, Replayed
+from events.projections.replay import Origin, Problem, Replayed
 from kernel.clock import utc
 
 Kind = Literal["differs", "missing", "extra", "unprojectable", "table missing"]
@@ -33,6 +33,7 @@ class Difference:
     kind: Kind
     detail: str
     position: int | None  # of the event the row should come from (None: a ghost)
+    key: Key | None = field(default=None, compare=False)  # the row's key, canonical (a rebuild's)
 
     def line(self) -> str:
         return f"{self.table} {self.row}: {self.detail}"
@@ -63,53 +64,93 @@ class TableCheck:
         return not self.differences
 
 
+@dataclass(frozen=True)
+class Where:
+    """A check's scope in one table: the rows whose ``column`` holds one of ``values`` (a
+    grouped table scoped by its group reads only those groups)."""
+
+    column: str
+    values: frozenset[Any]
+
+    def __call__(self, row: Row) -> bool:
+        return row[self.column] in self.values
+
+
+Scope = Callable[[Row], bool]
+
+
 def table_exists(conn: Connection, table: Table) -> bool:
     return bool(inspect(conn).has_table(table.name))
 
 
 def live_rows(conn: Connection, projection: Projection) -> dict[Key, Row]:
     """The live table's rows by key, each value in the comparison's form."""
+    return {projection.key_of(row): row for row in scan_live(conn, projection)}
+
+
+def scan_live(conn: Connection, projection: Projection, where: Any = None) -> Iterator[Row]:
+    """The live table's rows (those ``where`` selects) in key order, in the comparison's
+    form, read a few thousand at a time."""
     table = projection.table
-    rows: dict[Key, Row] = {}
-    for record in conn.execute(select(table)):
-        row = {c.name: canonical(c, record._mapping[c.name]) for c in table.columns}
-        rows[projection.key_of(row)] = row
-    return rows
+    query = select(table).order_by(*table.primary_key.columns)
+    if where is not None:
+        query = query.where(where)
+    columns = list(table.columns)
+    for record in conn.execute(query.execution_options(yield_per=2000)):
+        yield {c.name: canonical(c, value) for c, value in zip(columns, record, strict=True)}
 
 
-def check_table(projection: Projection, replayed: Replayed, live: Mapping[Key, Row] | None,
-                scope: Callable[[Row], bool] | None = None) -> TableCheck:
-    """``projection``'s replayed rows against ``live`` (None: the table is missing); with
-    ``scope``, only the rows (live or replayed) it holds (an audit of one adapter)."""
+def check_table(projection: Projection, replayed: Replayed, live: Mapping[Key, Row] | Iterable[Row] | None,
+                scope: Scope | None = None) -> TableCheck:
+    """``projection``'s replayed rows against ``live`` (its rows, or a mapping of them by
+    key; None: the table is missing); with ``scope``, only the rows (live or replayed) it
+    holds (an audit of one adapter)."""
     name = projection.name
     found = TableCheck(name)
-    if scope is not None and live is not None:
-        live = {k: r for k, r in live.items() if scope(r)}
-    found.differences += [Difference(name, f"event {p.position}", "unprojectable",
-                                     f"the event at position {p.position} cannot be projected: {p.message}",
-                                     p.position) for p in replayed.problems if p.table == name]
+    found.differences += [unprojectable(p) for p in replayed.problems if p.table == name]
     if live is None:
-        found.differences.append(Difference(name, "(all rows)", "table missing",
-                                            f"the table is missing; hcp rebuild --table {name} "
-                                            "restores it from the log", None))
+        found.differences.append(missing_table(name))
         return found
-    expected = {_canonical_key(projection, key): (row, replayed.origins[name][key])
+    expected = {canonical_key(projection, key): (row, replayed.origins[name][key])
                 for key, row in replayed.rows[name].items() if scope is None or scope(row)}
-    for key, row in live.items():
+    rows = live.values() if isinstance(live, Mapping) else live
+    judge(projection, expected, (r for r in rows if scope is None or scope(r)), found)
+    return found
+
+
+def unprojectable(problem: Problem) -> Difference:
+    return Difference(problem.table, f"event {problem.position}", "unprojectable",
+                      f"the event at position {problem.position} cannot be projected: {problem.message}",
+                      problem.position)
+
+
+def missing_table(name: str) -> Difference:
+    return Difference(name, "(all rows)", "table missing",
+                      f"the table is missing; hcp rebuild --table {name} restores it from the log", None)
+
+
+def judge(projection: Projection, expected: dict[Key, tuple[Row, Origin]], live: Iterable[Row],
+          found: TableCheck) -> None:
+    """Each live row against its expected one (``expected``: by canonical key, each taken
+    as it is judged): differing and ghost rows in live order, then the missing ones in
+    the order of the events that create them."""
+    name = projection.name
+    for row in live:
         found.rows += 1
-        text = projection.key_text(key)
+        key = projection.key_of(row)
         if key not in expected:
-            found.differences.append(Difference(name, text, "extra", "no event creates this row", None))
+            found.differences.append(Difference(name, projection.key_text(key), "extra",
+                                                "no event creates this row", None, key))
             continue
         want, origin = expected.pop(key)
         detail = row_differences(projection, row, want, origin, found.bounded)
         if detail:
-            found.differences.append(Difference(name, text, "differs", detail, origin.position))
+            found.differences.append(Difference(name, projection.key_text(key), "differs", detail,
+                                                origin.position, key))
     for key, (_, origin) in sorted(expected.items(), key=lambda item: item[1][1].position):
         found.differences.append(Difference(name, projection.key_text(key), "missing",
                                             f"the row is missing; {origin.text()} creates it",
-                                            origin.position))
-    return found
+                                            origin.position, key))
 
 
 def row_differences(projection: Projection, live: Row, want: Row, origin: Origin,
@@ -171,7 +212,7 @@ def canonical(column: Column[Any], value: Any) -> Any:
     return value
 
 
-def _canonical_key(projection: Projection, key: Key) -> Key:
+def canonical_key(projection: Projection, key: Key) -> Key:
     columns = [projection.table.c[name] for name in projection.key_columns]
     return tuple(canonical(c, v) for c, v in zip(columns, key, strict=True))
 

@@ -43,7 +43,21 @@ class Update:
     values: Mapping[str, Any]
 
 
-Change = Insert | Update
+@dataclass(frozen=True)
+class InsertMany:
+    """Many rows of one table in one change (a manifest's members): the columns once, then
+    each row's values in that order. One object instead of one per row, so a projector of
+    thousands of rows costs little more than the rows themselves."""
+
+    table: str
+    columns: tuple[str, ...]
+    values: Sequence[tuple[Any, ...]]
+
+    def rows(self) -> list[Row]:
+        return [dict(zip(self.columns, v, strict=True)) for v in self.values]
+
+
+Change = Insert | InsertMany | Update
 
 
 class ProjectionError(ValueError):
@@ -117,6 +131,12 @@ class Projection:
     column, with why; the projector gives their first value, the check skips them and a
     rebuild keeps the live ones. ``seed``: rows the schema itself created before the log
     began (a migration's defaults), projected before the first event.
+
+    ``group``: a key column such that the rows with one value of it all come from one
+    event (a manifest's members: ``manifest_id``). Such a table is only ever
+    inserted into and no projector reads it, so a check compares it one event's rows at a
+    time and never holds it whole (``events.projections.grouped``): what a table whose
+    size grows with the log, not with the things it describes, needs.
     """
 
     table: Table
@@ -125,6 +145,7 @@ class Projection:
     guard: Guard = APPEND_ONLY
     working: Mapping[str, str] = field(default_factory=dict)
     seed: Callable[[], Sequence[Row]] | None = None
+    group: str | None = None
 
     @property
     def name(self) -> str:

@@ -1,9 +1,14 @@
 """``hcp rebuild`` and ``hcp rebuild --check`` over every projection the server has.
 
-A check reads the log's server events and the live tables in one snapshot, replays the
-events and compares (``compare``). A rebuild does the same inside one write
-transaction that holds the writers' locks (the composition root names them, in the
-order the writers take them), so no event commits between the replay and the rows
+A check reads the log's server events and the live tables in one snapshot and replays
+the events in one pass, a page at a time. The held projections (the registry's, the
+keys', the runs': a row per thing the server knows) are replayed into memory, as their
+projectors read the rows before; each is then compared with its live table read in key
+order (``compare``). A grouped projection (``Projection.group``: a manifest's members,
+whose size grows with the log) is compared one event's rows at a time as the replay
+reaches the event, and never held (``grouped``). A rebuild does the same inside one
+write transaction that holds the writers' locks (the composition root names them, in
+the order the writers take them), so no event commits between the replay and the rows
 written back (``repair``).
 """
 
@@ -14,10 +19,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection, Engine
 
-from events.projections.compare import TableCheck, check_table, live_rows, table_exists
-from events.projections.model import Key, Projection, ProjectionSet, Row
+from events.projections.compare import Scope, TableCheck, check_table, missing_table, scan_live, table_exists
+from events.projections.grouped import GroupedCheck, ProblemsOnly
+from events.projections.model import Projection, ProjectionError, ProjectionSet
 from events.projections.repair import Rebuilt, rebuild_in
-from events.projections.replay import Replayed, replay, replay_types
+from events.projections.replay import MemoryState, Replayed, Sink, replay, replay_types
+from events.server_events import logged
 from events.store import EventStore
 from kernel.db import is_postgres
 from kernel.sql import lock_writers
@@ -33,6 +40,13 @@ class RebuildReport:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    checks: list[TableCheck]
+    replayed: Replayed  # the held projections' rows
+    present: dict[str, bool]  # by table: whether it exists
 
 
 class UnknownTable(LookupError):
@@ -53,13 +67,12 @@ class Rebuilder:
 
     def check(self, tables: Iterable[str] | None = None,
               on_table: Callable[[TableCheck], None] | None = None,
-              scope: Mapping[str, Callable[[Row], bool]] | None = None) -> RebuildReport:
+              scope: Mapping[str, Scope] | None = None) -> RebuildReport:
         """Every chosen projection replayed and compared with its live table (``scope``: by
         table, which rows to compare; the others are replayed but not judged)."""
         chosen = self._chosen(tables)
         with self._snapshot() as conn:
-            replayed, live = self._read(conn, chosen)
-        checks = [check_table(p, replayed, live[p.name], (scope or {}).get(p.name)) for p in chosen]
+            checks = self._check(conn, chosen, scope or {}).checks
         for found in checks:
             if on_table is not None:
                 on_table(found)
@@ -71,21 +84,52 @@ class Rebuilder:
         with self.engine.begin() as conn:
             for key in self.locks:
                 lock_writers(conn, key)
-            replayed, live = self._read(conn, chosen)
-            checks = [check_table(p, replayed, live[p.name]) for p in chosen]
-            unprojectable = [d for c in checks for d in c.differences if d.kind == "unprojectable"]
-            if unprojectable:
-                return RebuildReport(checks, [])  # the log itself is at fault: write nothing
-            rebuilt = rebuild_in(conn, chosen, replayed, {c.table: c for c in checks}, live)
-        return RebuildReport(checks, rebuilt)
+            checked = self._check(conn, chosen, {})
+            if any(d.kind == "unprojectable" for c in checked.checks for d in c.differences):
+                return RebuildReport(checked.checks, [])  # the log itself is at fault: write nothing
+            rebuilt = rebuild_in(conn, chosen, {c.table: c for c in checked.checks}, checked.replayed,
+                                 checked.present, lambda sinks: self._replay(conn, list(sinks), sinks))
+        return RebuildReport(checked.checks, rebuilt)
 
-    def _read(self, conn: Connection, chosen: list[Projection]
-              ) -> tuple[Replayed, dict[str, Mapping[Key, Row] | None]]:
-        names = [p.name for p in chosen]
-        live: dict[str, Mapping[Key, Row] | None] = {
-            p.name: live_rows(conn, p) if table_exists(conn, p.table) else None for p in chosen}
-        events = self.store.of_types(replay_types(self.projections, names), conn=conn)
-        return replay(self.projections, events, self.sources(conn), names), live
+    def _check(self, conn: Connection, chosen: list[Projection], scope: Mapping[str, Scope]) -> _Checked:
+        present = {p.name: table_exists(conn, p.table) for p in chosen}
+        sinks: dict[str, GroupedCheck | ProblemsOnly] = {
+            p.name: GroupedCheck(conn, p, scope.get(p.name)) if present[p.name] else ProblemsOnly()
+            for p in chosen if p.group is not None}
+        replayed = self._replay(conn, [p.name for p in chosen], sinks)
+        for projection in chosen:
+            sink = sinks.get(projection.name)
+            if isinstance(sink, GroupedCheck) and sink.repeated:
+                self._rejudge(conn, projection, sink)
+        checks = []
+        for p in chosen:
+            sink = sinks.get(p.name)
+            if isinstance(sink, GroupedCheck):
+                checks.append(sink.finish())
+            elif isinstance(sink, ProblemsOnly):
+                checks.append(TableCheck(p.name, differences=[*sink.differences(), missing_table(p.name)]))
+            else:
+                live = scan_live(conn, p) if present[p.name] else None
+                checks.append(check_table(p, replayed, live, scope.get(p.name)))
+        return _Checked(checks, replayed, present)
+
+    def _replay(self, conn: Connection, tables: list[str], sinks: Mapping[str, Sink]) -> Replayed:
+        events = self.store.scan_types(replay_types(self.projections, tables), conn=conn)
+        return replay(self.projections, events, self.sources(conn), tables, sinks)
+
+    def _rejudge(self, conn: Connection, projection: Projection, sink: GroupedCheck) -> None:
+        """The groups several events made, from all of their events again."""
+        state = MemoryState([], self.sources(conn))
+        for group in sorted(sink.repeated, key=repr):
+            found = self.store.get_many(sink.made[group].event_ids, conn, raw=True)
+            made = []
+            for recorded in sorted(found.values(), key=lambda e: e.position):
+                done = logged(recorded)
+                try:
+                    made.append((done, projection.project(done, state)))
+                except ProjectionError:
+                    continue  # reported by the replay already
+            sink.rejudge(group, made)
 
     def _chosen(self, tables: Iterable[str] | None) -> list[Projection]:
         if tables is None:

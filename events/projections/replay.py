@@ -9,13 +9,23 @@ twice) is a problem of the log itself and is reported as such.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from events.model import RecordedEvent
-from events.projections.model import Change, Insert, Key, Projection, ProjectionError, ProjectionSet, Row
-from events.server_events import SERVER_TYPES, NotAServerEvent, logged
+from events.projections.model import (
+    Change,
+    Insert,
+    InsertMany,
+    Key,
+    Projection,
+    ProjectionError,
+    ProjectionSet,
+    Row,
+    Update,
+)
+from events.server_events import SERVER_TYPES, Logged, NotAServerEvent, logged
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,8 @@ class MemoryState:
 
     def find(self, table: str, **equal: Any) -> list[Row]:
         if table not in self.rows:
-            raise LookupError(f"{table} is not being replayed")
+            raise LookupError(f"{table} is not being replayed, or not held (a grouped projection's "
+                              "rows are read by no projector)")
         columns = tuple(sorted(equal))
         index = self._indexes.get((table, columns))
         if index is None:
@@ -94,21 +105,40 @@ class MemoryState:
             index.setdefault(tuple(row[c] for c in columns), []).append(key)
 
 
+class Sink(Protocol):
+    """Where a replay hands the changes of a table it does not hold (a grouped projection's:
+    ``events.projections.grouped``), and the problems of its events."""
+
+    def add(self, done: Logged[Any], changes: Sequence[Change]) -> None: ...
+
+    def problem(self, found: Problem) -> None: ...
+
+
 def replay(projections: ProjectionSet, events: Iterable[RecordedEvent],
            sources: Mapping[str, Callable[..., Any]] | None = None,
-           tables: Iterable[str] | None = None) -> Replayed:
-    """The rows of ``tables`` (default: every projection of the set) as the log makes them.
+           tables: Iterable[str] | None = None, sinks: Mapping[str, Sink] | None = None) -> Replayed:
+    """The rows of ``tables`` (default: every projection of the set) as the log makes them;
+    the changes of a table in ``sinks`` go to its sink instead of being held.
 
     ``events``: the log's events as stored, in position order; other types are skipped.
     """
     chosen = [p for p in projections if tables is None or p.name in set(tables)]
-    state = MemoryState([p.name for p in chosen], sources or {})
-    out = Replayed(rows=state.rows, origins={p.name: {} for p in chosen})
-    for projection in chosen:
+    sinks = sinks or {}
+    held = [p for p in chosen if p.name not in sinks]
+    state = MemoryState([p.name for p in held], sources or {})
+    out = Replayed(rows=state.rows, origins={p.name: {} for p in held})
+    for projection in held:
         for row in projection.seed() if projection.seed else ():
             key = projection.key_of(row)
             state.insert(projection.name, key, dict(row))
             out.origins[projection.name][key] = SEEDED
+
+    def report(problem: Problem) -> None:
+        if problem.table in sinks:
+            sinks[problem.table].problem(problem)
+        else:
+            out.problems.append(problem)
+
     wanted = {cls.TYPE for p in chosen for cls in p.events}
     for recorded in events:
         if recorded.type not in wanted:
@@ -116,16 +146,19 @@ def replay(projections: ProjectionSet, events: Iterable[RecordedEvent],
         try:
             done = logged(recorded)
         except NotAServerEvent as exc:
-            out.problems.append(Problem(_first_table(chosen, recorded.type), recorded.position, str(exc)))
+            report(Problem(_first_table(chosen, recorded.type), recorded.position, str(exc)))
             continue
         for projection in chosen:
             if type(done.event) in projection.events:
                 try:
                     changes = projection.project(done, state)
                 except ProjectionError as exc:
-                    out.problems.append(Problem(projection.name, done.position, f"{done.type}: {exc}"))
+                    report(Problem(projection.name, done.position, f"{done.type}: {exc}"))
                     continue
-                _apply(projection, done.position, done.type, changes, state, out)
+                if projection.name in sinks:
+                    sinks[projection.name].add(done, changes)
+                else:
+                    _apply(projection, done.position, done.type, changes, state, out)
     return out
 
 
@@ -144,22 +177,32 @@ def _apply(projection: Projection, position: int, event_type: str, changes: Iter
                                         f"its projector wrote {change.table}, not its own table"))
             continue
         rows, origins = state.rows[change.table], out.origins[change.table]
-        if isinstance(change, Insert):
-            key = projection.key_of(change.row)
-            if key in rows:
-                out.problems.append(Problem(change.table, position, (
-                    f"{event_type} creates {projection.key_text(key)} again "
-                    f"(first created by {origins[key].text()})")))
-                continue
-            state.insert(change.table, key, dict(change.row))
-        else:
+        if isinstance(change, Update):
             key = change.key
             if key not in rows:
                 out.problems.append(Problem(change.table, position, (
                     f"{event_type} changes {projection.key_text(key)}, which no earlier event created")))
                 continue
             state.update(change.table, key, change.values)
-        origins[key] = origin
+            origins[key] = origin
+            continue
+        for row in inserted(change):
+            key = projection.key_of(row)
+            if key in rows:
+                out.problems.append(again(projection, event_type, position, key, origins[key]))
+                continue
+            state.insert(change.table, key, dict(row))
+            origins[key] = origin
+
+
+def inserted(change: Insert | InsertMany) -> list[Row]:
+    return [dict(change.row)] if isinstance(change, Insert) else change.rows()
+
+
+def again(projection: Projection, event_type: str, position: int, key: Key, first: Origin) -> Problem:
+    """An event that creates a row an event before it (or itself) created."""
+    return Problem(projection.name, position, f"{event_type} creates {projection.key_text(key)} again "
+                                              f"(first created by {first.text()})")
 
 
 def _first_table(chosen: list[Projection], event_type: str) -> str:

@@ -16,7 +16,7 @@ from sqlalchemy import JSON, Table, Uuid, and_, select, update
 from sqlalchemy.engine import Connection
 
 from events.model import EventMetadata
-from events.projections.model import Bound, Change, Insert, Projection, ProjectionSet, Row
+from events.projections.model import Bound, Change, Insert, Projection, ProjectionSet, Row, Update
 from events.server_events import E, Logged, as_logged
 from events.store import EventStore
 
@@ -79,19 +79,20 @@ def apply_in(conn: Connection, changes: Sequence[Change], tables: Callable[[str]
     into: Table | None = None
     for change in changes:
         table = tables(change.table)
-        if isinstance(change, Insert) and table is into:
-            pending.append(bind_row(table, change.row))
+        if not isinstance(change, Update):
+            if table is not into:
+                _flush(conn, into, pending)
+                pending, into = [], table
+            rows = [change.row] if isinstance(change, Insert) else change.rows()
+            pending += [bind_row(table, row) for row in rows]
             continue
         _flush(conn, into, pending)
         pending, into = [], None
-        if isinstance(change, Insert):
-            pending, into = [bind_row(table, change.row)], table
-        else:
-            key = dict(zip((c.name for c in table.primary_key.columns), change.key, strict=True))
-            where = and_(*(table.c[name] == value for name, value in bind_row(table, key).items()))
-            done = conn.execute(update(table).where(where).values(**bind_row(table, change.values)))
-            if done.rowcount != 1:
-                raise ProjectionFailed(f"{table.name}: no row {key} to update")
+        key = dict(zip((c.name for c in table.primary_key.columns), change.key, strict=True))
+        where = and_(*(table.c[name] == value for name, value in bind_row(table, key).items()))
+        done = conn.execute(update(table).where(where).values(**bind_row(table, change.values)))
+        if done.rowcount != 1:
+            raise ProjectionFailed(f"{table.name}: no row {key} to update")
     _flush(conn, into, pending)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,20 +139,30 @@ def assemble(
     A reward whose subject has no user text or no assistant answer yields no example
     and is left out of the manifest, so every listed reward is used.
     """
-    examples: list[ManifestExample] = []
-    used: list[RewardRow] = []
-    for row in rewards:
-        found = [events[e] for e in row.event_ids if e in events]
-        pair = extract_pair(found)
-        if pair is None or row.score is None:
-            continue
-        used.append(row)
-        examples.append(ManifestExample(
-            reward_id=row.reward_id, subject_id=row.subject_id, split=row.split,
-            prompt=pair[0], response=pair[1], reward=float(row.score),
-            components={k: float(v) for k, v in sorted(row.components.items())},
-            messages=extract_messages(found),
-        ))
+    return combine(specialist, cut_from, cut_to, [(row, example_of(row, events)) for row in rewards])
+
+
+def example_of(row: RewardRow, events: Mapping[str, EventView]) -> ManifestExample | None:
+    """The example a reward yields (None: its subject has nothing to learn, or no score)."""
+    found = [events[e] for e in row.event_ids if e in events]
+    pair = extract_pair(found)
+    if pair is None or row.score is None:
+        return None
+    return ManifestExample(
+        reward_id=row.reward_id, subject_id=row.subject_id, split=row.split,
+        prompt=pair[0], response=pair[1], reward=float(row.score),
+        components={k: float(v) for k, v in sorted(row.components.items())},
+        messages=extract_messages(found),
+    )
+
+
+def combine(specialist: str, cut_from: int, cut_to: int,
+            built: Sequence[tuple[RewardRow, ManifestExample | None]],
+            line: Callable[[ManifestExample], bytes] | None = None) -> Manifest:
+    """The manifest of rewards and the examples they yielded (``example_of``), in order;
+    ``line``: each example's digest line, when the caller keeps them (else computed)."""
+    used = [row for row, example in built if example is not None]
+    examples = [example for _, example in built if example is not None]
     versions = sorted({(r.contract_name, r.contract_version, r.contract_hash) for r in used})
     return Manifest(
         specialist=specialist, cut_from=cut_from, cut_to=cut_to,
@@ -161,17 +171,23 @@ def assemble(
         contract_versions=tuple({"name": n, "version": v, "hash": h} for n, v, h in versions),
         split={TRAIN: sum(e.split == TRAIN for e in examples),
                HELD_OUT: sum(e.split == HELD_OUT for e in examples)},
-        examples_sha256=examples_digest(examples), examples=tuple(examples),
+        examples_sha256=examples_digest(examples, line), examples=tuple(examples),
     )
 
 
-def examples_digest(examples: Iterable[ManifestExample]) -> str:
+def examples_digest(examples: Iterable[ManifestExample],
+                    line: Callable[[ManifestExample], bytes] | None = None) -> str:
     """sha256 over the examples' canonical JSON, one line each, in manifest order."""
     h = hashlib.sha256()
     for ex in examples:
-        h.update(example_json(ex).encode())  # without ``messages`` when there are none
+        h.update(line(ex) if line is not None else example_line(ex))
         h.update(b"\n")
     return h.hexdigest()
+
+
+def example_line(example: ManifestExample) -> bytes:
+    """An example's line of the digest (without ``messages`` when there are none)."""
+    return example_json(example).encode()
 
 
 def extract_pair(events: Sequence[EventView]) -> tuple[str, str] | None:

@@ -10,10 +10,10 @@ ports (the reward store, the event store), never from their tables.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.engine import Connection, Engine
 
 from contract.subject import Subject
@@ -74,7 +74,7 @@ class Manifests:
             records = (self.rewards.eligible(specialist, contract, 0, cut_to, conn, split=HELD_OUT)
                        + self.rewards.eligible(specialist, contract, cut_from, cut_to, conn,
                                                split=TRAIN, new_subjects=True))
-        rows = [_row(r) for r in records]
+        rows = [reward_row(r) for r in records]
         first = self.rewards.first_sides({r.subject_id for r in rows}, conn)
         reserved = Reserved.of(sides for _, sides in self.lineage(parent, conn))
         rewards = select_rewards(keep_sides(rows, first, reserved))
@@ -93,7 +93,7 @@ class Manifests:
             manifest_id=manifest_id, specialist=specialist, cut_from=cut_from, cut_to=cut_to,
             reward_ids=list(manifest.reward_ids), examples_sha256=manifest.examples_sha256,
             content_hash=digest), actor, specialist=specialist,
-            sources={REWARDS: lambda ids: [by_id[i] for i in ids]})
+            sources={REWARDS: lambda ids: by_id})
         return manifest_id, manifest
 
     def lineage(self, adapter_id: str | None,
@@ -143,6 +143,21 @@ class Manifests:
                 rows += [dict(r._mapping) for r in conn.execute(chunk)]
             return rows
 
+    def scan_stored(self, page: int = 20) -> Iterator[dict[str, Any]]:
+        """Every stored manifest as ``stored_rows`` gives it, in the same order, read a
+        page at a time (a manifest's id lists can be long: all of them need not fit)."""
+        m = dataset_manifests.c
+        query = select(dataset_manifests).order_by(m.created_at, m.manifest_id).limit(page)
+        after: tuple[Any, Any] | None = None
+        while True:
+            chunk = query if after is None else query.where(tuple_(m.created_at, m.manifest_id) > after)
+            with self.engine.connect() as conn:
+                rows = [dict(r._mapping) for r in conn.execute(chunk)]
+            if not rows:
+                return
+            yield from rows
+            after = (rows[-1]["created_at"], rows[-1]["manifest_id"])
+
     def cut_to(self, manifest_id: str, conn: Connection | None = None) -> int:
         return int(self.row(manifest_id, conn).cut_to)
 
@@ -158,31 +173,12 @@ class Manifests:
             Conflict: the rebuilt manifest does not hash to the stored one.
         """
         row = self.row(manifest_id)
-        rewards = [_row(r) for r in self.rewards.by_ids(row.reward_ids)]
+        rewards = [reward_row(r) for r in self.rewards.by_ids(row.reward_ids)]
         manifest = assemble(row.specialist, row.cut_from, row.cut_to, rewards, self._events(rewards))
         if manifest.content_hash != row.content_hash:
             raise Conflict(f"manifest {manifest_id} no longer rebuilds to its content hash "
                            f"{row.content_hash[:12]}… (got {manifest.content_hash[:12]}…)")
         return manifest
-
-    def rebuild_many(self, rows: Sequence[dict[str, Any]]) -> dict[str, str | None]:
-        """Rebuild stored manifests (``stored_rows``) reading the rewards and events of all of
-        them once: successive manifests share most of their rewards, so one read per
-        manifest would read the same rows again and again. Returns, by manifest id, None
-        when it rebuilds to its content hash, else why not."""
-        wanted = {str(i) for row in rows for i in row["reward_ids"]}
-        rewards = {r.reward_id: r for r in map(_row, self.rewards.by_ids(_uuids(wanted)))}
-        events = self._events(rewards.values())
-        verdicts: dict[str, str | None] = {}
-        for row in rows:
-            used = sorted((rewards[str(i)] for i in row["reward_ids"] if str(i) in rewards),
-                          key=lambda r: r.position)
-            rebuilt = assemble(row["specialist"], row["cut_from"], row["cut_to"], used, events)
-            missing = len(row["reward_ids"]) - len(used)
-            verdicts[row["manifest_id"]] = None if rebuilt.content_hash == row["content_hash"] else (
-                f"no longer rebuilds to its content hash {row['content_hash'][:12]}… "
-                f"(got {rebuilt.content_hash[:12]}…; {missing} of its rewards missing)")
-        return verdicts
 
     def judged_subjects(self, reward_ids: Sequence[str]) -> dict[str, JudgedSubject]:
         """Each reward's subject as the evaluator saw it (full events, upcast), by reward id."""
@@ -215,18 +211,8 @@ def stored_content(row: Any) -> dict[str, Any]:
             "examples_sha256": m["examples_sha256"]}
 
 
-def _uuids(values: Iterable[str]) -> list[uuid.UUID]:
-    """The well-formed ids among ``values`` (an altered row may hold anything)."""
-    found = []
-    for value in values:
-        try:
-            found.append(uuid.UUID(value))
-        except ValueError:
-            continue
-    return found
-
-
-def _row(record: RewardRecord) -> RewardRow:
+def reward_row(record: RewardRecord) -> RewardRow:
+    """A reward record as a manifest uses it."""
     return RewardRow(
         reward_id=str(record.reward_id), position=record.position or 0,
         subject_id=record.subject_id, event_ids=tuple(record.event_ids),

@@ -5,29 +5,44 @@ event's reward ids and the reward records they name (source ``rewards_by_id``: t
 reward store's, read in the caller's transaction). The rebuilt content must hash to the
 event's content hash, or the event cannot be projected: the rewards it names are not the
 ones it froze.
+
+Each event's rows carry its manifest id and no other event's do, so the three tables are
+checked manifest by manifest (``Projection.group``): the members of every manifest
+together outgrow memory (each held-out side lists every earlier held-out reward).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from evaluators.model import RewardRecord
-from events.projections.model import Change, Insert, Projection, ProjectionError, ProjectionSet, State
+from events.projections.model import (
+    Change,
+    Insert,
+    InsertMany,
+    Projection,
+    ProjectionError,
+    ProjectionSet,
+    State,
+)
 from events.server_events import Logged
 from trainer.datasets.events import DatasetFrozen
 from trainer.datasets.manifest import HELD_OUT, TRAIN, manifest_hash
 from trainer.datasets.tables import dataset_manifests, manifest_contract_versions, manifest_members
 
-REWARDS = "rewards_by_id"  # the source: reward ids -> their records, in any order
+# The source: reward ids -> a mapping from id (as text) to its record, holding each of the
+# ids that is stored (it may hold others too).
+REWARDS = "rewards_by_id"
+RewardsById = Callable[[Sequence[str]], Mapping[str, RewardRecord]]
 
 
 def _rewards(done: Logged[Any], state: State) -> list[RewardRecord]:
     e = done.event
     assert isinstance(e, DatasetFrozen)
-    found = {str(r.reward_id): r for r in state.source(REWARDS)(e.reward_ids)}
+    found = state.source(REWARDS)(e.reward_ids)
     missing = [i for i in e.reward_ids if i not in found]
     if missing:
         raise ProjectionError(f"{len(missing)} of its rewards are not in the reward records "
@@ -36,21 +51,27 @@ def _rewards(done: Logged[Any], state: State) -> list[RewardRecord]:
 
 
 def manifest_row(e: DatasetFrozen, rewards: Sequence[RewardRecord], created_at: datetime) -> dict[str, Any]:
-    """The manifest's row as its rewards make it (the hashed content and the rest)."""
-    versions = sorted({(r.contract_name, r.contract_version, r.contract_hash) for r in rewards})
-    content = {
-        "specialist": e.specialist, "cut_from": e.cut_from, "cut_to": e.cut_to,
-        "reward_ids": [str(r.reward_id) for r in rewards],
-        "subject_event_ids": {r.subject_id: list(r.event_ids) for r in rewards},
-        "contract_versions": [{"name": n, "version": v, "hash": h} for n, v, h in versions],
-        "split": {TRAIN: sum(r.split == TRAIN for r in rewards),
-                  HELD_OUT: sum(r.split == HELD_OUT for r in rewards)},
-        "examples_sha256": e.examples_sha256}
+    """The manifest's row as its rewards (those of ``e.reward_ids``, in order) make it (the
+    hashed content and the rest)."""
+    content = manifest_content(e, rewards)
     if manifest_hash(content) != e.content_hash:
         raise ProjectionError(f"its rewards make content hash {manifest_hash(content)[:12]}…, not the "
                               f"{e.content_hash[:12]}… it froze")
     return {**content, "manifest_id": e.manifest_id, "content_hash": e.content_hash,
             "example_count": len(rewards), "created_at": created_at}
+
+
+def manifest_content(e: DatasetFrozen, rewards: Sequence[RewardRecord]) -> dict[str, Any]:
+    """What the event's content hash covers, as its rewards make it."""
+    versions = sorted({(r.contract_name, r.contract_version, r.contract_hash) for r in rewards})
+    return {
+        "specialist": e.specialist, "cut_from": e.cut_from, "cut_to": e.cut_to,
+        "reward_ids": list(e.reward_ids),  # each one its record's id (``_rewards``)
+        "subject_event_ids": {r.subject_id: list(r.event_ids) for r in rewards},
+        "contract_versions": [{"name": n, "version": v, "hash": h} for n, v, h in versions],
+        "split": {TRAIN: sum(r.split == TRAIN for r in rewards),
+                  HELD_OUT: sum(r.split == HELD_OUT for r in rewards)},
+        "examples_sha256": e.examples_sha256}
 
 
 def _manifests(done: Logged[Any], state: State) -> list[Change]:
@@ -60,12 +81,15 @@ def _manifests(done: Logged[Any], state: State) -> list[Change]:
     return [Insert("dataset_manifests", manifest_row(e, _rewards(done, state), at))]
 
 
+MEMBER_COLUMNS = ("manifest_id", "reward_position", "reward_id", "subject_id", "stream_id", "split")
+
+
 def _members(done: Logged[Any], state: State) -> list[Change]:
-    manifest_id = done.event.manifest_id
-    return [Insert("manifest_members", {"manifest_id": manifest_id, "reward_position": r.position,
-                                        "reward_id": str(r.reward_id), "subject_id": r.subject_id,
-                                        "stream_id": r.stream_id, "split": r.split})
-            for r in _rewards(done, state)]
+    manifest_id, ids = done.event.manifest_id, done.event.reward_ids
+    rewards = _rewards(done, state)
+    return [InsertMany("manifest_members", MEMBER_COLUMNS, [
+        (manifest_id, r.position, reward_id, r.subject_id, r.stream_id, r.split)
+        for reward_id, r in zip(ids, rewards, strict=True)])]
 
 
 def _contract_counts(done: Logged[Any], state: State) -> list[Change]:
@@ -76,7 +100,8 @@ def _contract_counts(done: Logged[Any], state: State) -> list[Change]:
             for (name, version), n in sorted(counts.items())]
 
 
-DATASET_MANIFESTS = Projection(dataset_manifests, (DatasetFrozen,), _manifests)
-MANIFEST_MEMBERS = Projection(manifest_members, (DatasetFrozen,), _members)
-MANIFEST_CONTRACT_VERSIONS = Projection(manifest_contract_versions, (DatasetFrozen,), _contract_counts)
+DATASET_MANIFESTS = Projection(dataset_manifests, (DatasetFrozen,), _manifests, group="manifest_id")
+MANIFEST_MEMBERS = Projection(manifest_members, (DatasetFrozen,), _members, group="manifest_id")
+MANIFEST_CONTRACT_VERSIONS = Projection(manifest_contract_versions, (DatasetFrozen,), _contract_counts,
+                                        group="manifest_id")
 DATASET_PROJECTIONS = ProjectionSet(DATASET_MANIFESTS, MANIFEST_MEMBERS, MANIFEST_CONTRACT_VERSIONS)

@@ -1,0 +1,230 @@
+"""A grouped projection (``Projection.group``: a manifest's members) checked one event's rows
+at a time, so that no check holds such a table whole.
+
+Each group (the rows with one value of the group column) comes from one event. When the
+replay reaches that event, the group's rows are compared with the live group: first by
+digest where the database gives one (``digest``: PostgreSQL, one statement for the whole
+table before the replay starts), so that only a group whose digest differs is read and
+compared row by row; otherwise by reading the group. A difference is reported exactly as
+for a held table: the row by its key, and the position of the event it should come from.
+Live groups no event made are read at the end, each of their rows a ghost. A group that
+two events make (a log that froze one manifest twice) is judged again at the end from all
+of its events (``rejudge``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
+
+from sqlalchemy import Integer, String, Uuid, select
+from sqlalchemy.engine import Connection
+
+from events.projections.compare import (
+    Difference,
+    Scope,
+    TableCheck,
+    Where,
+    canonical,
+    judge,
+    scan_live,
+    unprojectable,
+)
+from events.projections.digest import Digester, compared_columns, digestible, live_digests
+from events.projections.model import Change, Insert, Key, Projection, Row, Update
+from events.projections.replay import Origin, Problem, again
+from events.server_events import Logged
+
+Values = tuple[Any, ...]  # a row's compared columns, in table order
+
+
+@dataclass
+class _Made:
+    """The event(s) that made a group."""
+
+    origin: Origin
+    event_ids: list[str] = field(default_factory=list)
+
+
+class GroupedCheck:
+    """The check of one grouped table, fed each event's changes as the replay reaches it."""
+
+    def __init__(self, conn: Connection, projection: Projection, scope: Scope | None = None) -> None:
+        assert projection.group is not None
+        self.conn, self.projection, self.scope = conn, projection, scope
+        self.column = projection.table.c[projection.group]
+        self.names = compared_columns(projection)
+        self.key_of = _keyer(projection, self.names)
+        self.group_at = projection.key_columns.index(projection.group)
+        self.groups = frozenset(scope.values) if isinstance(scope, Where) and \
+            scope.column == projection.group else None  # only these (None: every group)
+        self.predicate = None if self.groups is not None else scope  # applied row by row
+        self.digest = Digester(projection)
+        self.live = live_digests(conn, projection, self.groups) \
+            if self.predicate is None and digestible(conn, projection) else None
+        self.made: dict[Any, _Made] = {}
+        self.repeated: set[Any] = set()
+        self.problems: list[Difference] = []
+        self.judged: dict[Any, TableCheck] = {}  # by group: its rows compared, its differences
+
+    # --- the replay's side (events.projections.replay.Sink) ------------------------------
+
+    def problem(self, found: Problem) -> None:
+        self.problems.append(unprojectable(found))
+
+    def add(self, done: Logged[Any], changes: Sequence[Change]) -> None:
+        origin = Origin(done.position, done.type)
+        for group, rows in self.rows_by_group(done, changes, report=True).items():
+            made = self.made.get(group)
+            if made is not None:
+                made.event_ids.append(str(done.event_id))
+                self.repeated.add(group)
+                continue
+            self.made[group] = _Made(origin, [str(done.event_id)])
+            if self.groups is None or group in self.groups:
+                self.judged[group] = self.judge_group(group, rows, origin)
+
+    def rows_by_group(self, done: Logged[Any], changes: Sequence[Change],
+                      report: bool) -> dict[Any, dict[Key, Values]]:
+        """The event's rows by group and canonical key (a key the event repeats: a problem,
+        when ``report``)."""
+        groups: dict[Any, dict[Key, Values]] = {}
+        name = self.projection.name
+        for change in changes:
+            if change.table != name or isinstance(change, Update):
+                if report:
+                    what = f"wrote {change.table}, not its own table" if change.table != name else \
+                        "updates a row of a table whose rows are only ever inserted"
+                    self.problem(Problem(name, done.position, f"its projector {what}"))
+                continue
+            for values in self._values(change):
+                key = self.key_of(values)
+                rows = groups.setdefault(key[self.group_at], {})
+                if key in rows:
+                    if report:
+                        self.problem(again(self.projection, done.type, done.position, key,
+                                           Origin(done.position, done.type)))
+                    continue
+                rows[key] = values
+        return groups
+
+    def _values(self, change: Insert | Any) -> list[Values]:
+        if isinstance(change, Insert):
+            return [tuple(change.row.get(n) for n in self.names)]
+        if tuple(change.columns) == tuple(self.names):
+            return list(change.values)
+        at = [change.columns.index(n) if n in change.columns else None for n in self.names]
+        return [tuple(None if i is None else v[i] for i in at) for v in change.values]
+
+    # --- judging ---------------------------------------------------------------------------
+
+    def judge_group(self, group: Any, rows: dict[Key, Values], origin: Origin) -> TableCheck:
+        found = TableCheck(self.projection.name)
+        if self.predicate is None and self.live is not None:
+            live = self.live.get(group)
+            if live is None and rows:  # no live row of the group: every row is missing
+                expected = {k: (self._row(v), origin) for k, v in rows.items()}
+                judge(self.projection, expected, [], found)
+                return found
+            if live is not None and live[0] == len(rows) and live[1] == self.digest(list(rows.values())):
+                found.rows = live[0]
+                return found
+        expected = {k: (self._row(v), origin) for k, v in rows.items()
+                    if self.predicate is None or self.predicate(self._row(v))}
+        judge(self.projection, expected, self._live_group(group), found)
+        return found
+
+    def rejudge(self, group: Any, made: Sequence[tuple[Logged[Any], Sequence[Change]]]) -> None:
+        """A group several events made, judged from all of them (in log order) as a replay
+        holding the table would: a row an earlier event created is created again."""
+        rows: dict[Key, tuple[Values, Origin]] = {}
+        for done, changes in made:
+            origin = Origin(done.position, done.type)
+            for key, values in self.rows_by_group(done, changes, report=False).get(group, {}).items():
+                if key in rows:
+                    self.problem(again(self.projection, done.type, done.position, key, rows[key][1]))
+                    continue
+                rows[key] = (values, origin)
+        found = TableCheck(self.projection.name)
+        expected = {k: (self._row(v), o) for k, (v, o) in rows.items()
+                    if self.predicate is None or self.predicate(self._row(v))}
+        judge(self.projection, expected, self._live_group(group), found)
+        self.judged[group] = found
+
+    def finish(self) -> TableCheck:
+        """The table's check: every group judged, then the live groups no event made."""
+        for group in sorted(self._live_groups() - set(self.made), key=repr):  # any fixed order
+            self.judged[group] = found = TableCheck(self.projection.name)
+            judge(self.projection, {}, self._live_group(group), found)
+        out = TableCheck(self.projection.name)
+        rows_wrong: list[Difference] = []
+        missing: list[Difference] = []
+        for found in self.judged.values():
+            out.rows += found.rows
+            for why, count in found.bounded.items():
+                out.bounded[why] = out.bounded.get(why, 0) + count
+            for d in found.differences:
+                (missing if d.kind == "missing" else rows_wrong).append(d)
+        out.differences = (sorted(self.problems, key=lambda d: d.position or 0) + _by_key(rows_wrong)
+                           + sorted(_by_key(missing), key=lambda d: d.position or 0))
+        return out
+
+    def _live_group(self, group: Any) -> list[Row]:
+        rows = scan_live(self.conn, self.projection, self.column == group)
+        return [r for r in rows if self.predicate is None or self.predicate(r)]
+
+    def _live_groups(self) -> set[Any]:
+        if self.live is not None:
+            return set(self.live)
+        query = select(self.column).distinct()
+        if self.groups is not None:
+            query = query.where(self.column.in_(sorted(self.groups)))
+        return {canonical(self.column, v) for v in self.conn.execute(query).scalars()}
+
+    def _row(self, values: Values) -> Row:
+        return dict(zip(self.names, values, strict=True))
+
+
+class ProblemsOnly:
+    """The sink of a grouped table that is missing: its events' problems, and nothing to
+    compare the rows with."""
+
+    def __init__(self) -> None:
+        self.found: list[Problem] = []
+
+    def add(self, done: Logged[Any], changes: Sequence[Change]) -> None:
+        pass
+
+    def problem(self, found: Problem) -> None:
+        self.found.append(found)
+
+    def differences(self) -> list[Difference]:
+        return [unprojectable(p) for p in self.found]
+
+
+def _keyer(projection: Projection, names: list[str]) -> Callable[[Values], Key]:
+    """A row's canonical key from its values; those already of their column's canonical
+    type (nearly all: it runs once a member row) pass without ``canonical``'s dispatch."""
+    at = [names.index(k) for k in projection.key_columns]
+    columns = [projection.table.c[k] for k in projection.key_columns]
+    plain = tuple(int if isinstance(c.type, Integer) else str if isinstance(c.type, String | Uuid)
+                  else type(None) for c in columns)  # NoneType: never a key's type, always canonical()
+    pick = itemgetter(*at)
+    single = len(at) == 1
+
+    def key(values: Values) -> Key:
+        found = (pick(values),) if single else pick(values)
+        if tuple(map(type, found)) == plain:
+            return found
+        return tuple(canonical(c, v) for c, v in zip(columns, found, strict=True))
+
+    return key
+
+
+def _by_key(differences: list[Difference]) -> list[Difference]:
+    try:
+        return sorted(differences, key=lambda d: d.key or ())
+    except TypeError:  # keys of mixed types (an altered row's): any fixed order will do
+        return sorted(differences, key=lambda d: repr(d.key))

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Column, Table, func, select, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 from kernel.db import is_postgres
 
@@ -162,5 +162,9 @@ def _as_sqlalchemy_error(conn: Connection, statement: str, exc: Any,
     disconnected = conn.dialect.is_disconnect(exc, conn.connection.dbapi_connection, None)
     if disconnected:
         conn.invalidate(exc)
-    return DBAPIError.instance(statement, None, exc, driver_error,
-                               connection_invalidated=disconnected, dialect=conn.dialect)
+    # ``exc`` is the driver's DB-API error, a type SQLAlchemy's stubs cannot name (so Any),
+    # which makes ``instance`` untyped too; what it builds is a StatementError.
+    wrapped: StatementError = DBAPIError.instance(statement, None, exc, driver_error,
+                                                  connection_invalidated=disconnected,
+                                                  dialect=conn.dialect)
+    return wrapped

@@ -81,7 +81,7 @@ check() {
 }
 
 check ruff ruff check .
-check mypy mypy kernel events contract evaluators trainer audit access harness integrations migrations hcp console api cli
+check mypy mypy kernel events contract evaluators trainer audit access harness integrations serving migrations hcp console api cli
 check pytest pytest -q -p no:cacheprovider tests
 
 step "summary"

@@ -1,14 +1,25 @@
-"""The write path's cost of projecting: each registry write's events appended alone,
-against the same events appended and projected, in the same kind of transaction.
+"""The write path's cost of projecting: each registry write's events appended and projected
+in one transaction, against the same kind of write whose rows are applied directly.
 
-Both sides run in one transaction under the registry lock, as every registry writer's
-does (``trainer.journal``), one writer at a time, interleaved A B, B A, ... so drift falls
-on both; each time is the whole transaction, commit included. Projecting is exactly
-``write_in``'s second half: the same ``append_in`` on both sides, then ``project_in`` on
-one. The events are built before the clock starts, as their writers build them (types,
-fields, streams, metadata); the writers' own reads (the next version number, the alias's
-current target, the rewards a manifest selects) are on neither side, so the ratio is the
-projectors' share at its largest.
+The ceiling is the cost of the rows themselves: the events appended, then the very row
+changes their projectors give, applied with the same statements ``project_in`` uses
+(``apply_in``), only derived off the clock: the clock stops while each projector runs
+(its reads included) and starts again for the writes. Projected / direct is then what
+deriving the rows through the projector costs, the figure the 5% goal is about. The
+old ceiling, the events appended alone (no row written at all), is kept as a second,
+labelled figure: it charges the table's own row writes to projecting.
+
+Every side runs in one transaction under the registry lock, as every registry writer's
+does (``trainer.journal``), one writer at a time; each time is the whole transaction,
+commit included. A projected and a direct write cannot be the same write (the second
+would insert the first's rows again), so each round plans two writes of the same shape
+(the next two versions of a chain, two alias moves, two firings one cut apart), the
+projected and the direct side taking turns at the first; the round's third transaction
+appends the projected write's events again, alone, at a rotating place. Drift falls on
+every side alike. The events are built before the clock starts, as their writers build
+them (types, fields, streams, metadata); the writers' own reads (the next version
+number, the alias's current target, the rewards a manifest selects) are on no side, so
+the ratios are the projectors' share at its largest.
 
 * register: ``adapter.registered`` (four tables: the version, its contract links, its
   ancestry closure from the parent's rows), in chains up to ``CHAIN`` deep;
@@ -25,16 +36,18 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from lineage_build import Shape
 from sqlalchemy import func, select
+from sqlalchemy.engine import Connection
 
 from events.projections.model import ProjectionSet
-from events.projections.sql import Sources, project_in
-from events.server_events import ServerEvent
+from events.projections.sql import Sources, SqlState, apply_in, project_in
+from events.server_events import Logged, ServerEvent
 from hcp.bootstrap import Container
 from kernel.errors import Conflict
 from trainer.datasets.events import DatasetFrozen
@@ -73,22 +86,57 @@ class Step:
 Write = list[Step]
 
 
-def commit(parts: Container, write: Write, project: bool) -> float:
-    """Seconds of one transaction appending ``write``'s events (and projecting them)."""
-    started = time.perf_counter()
+ALONE, DIRECT, PROJECTED = "alone", "direct", "projected"
+SIDES = (ALONE, DIRECT, PROJECTED)
+
+
+class Clock:
+    """Seconds of a transaction, less the spans spent in ``off()`` (deriving the rows)."""
+
+    def __init__(self) -> None:
+        self.started, self.off_for = time.perf_counter(), 0.0
+
+    @contextmanager
+    def off(self) -> Iterator[None]:
+        stopped = time.perf_counter()
+        yield
+        self.off_for += time.perf_counter() - stopped
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started - self.off_for
+
+
+def commit(parts: Container, write: Write, side: str) -> float:
+    """Seconds of one transaction appending ``write``'s events and, by ``side``, nothing
+    more, their projectors' rows applied directly, or the events projected."""
+    clock = Clock()
     with parts.engine.begin() as conn:
         lock_registry(conn)
         later = []
         for step in write:
             done = append(parts.store, conn, step.projections, step.stream, step.event, ACTOR,
                           specialist=SPECIALIST, adapter_version=step.adapter_version)
-            if project and step.deferred:
+            if side == ALONE:
+                continue
+            if step.deferred:
                 later.append((step, done))
-            elif project:
-                project_in(conn, step.projections, done, step.sources)
+            else:
+                _rows(conn, step, done, side, clock)
         for step, done in later:
-            project_in(conn, step.projections, done, step.sources)
-    return time.perf_counter() - started
+            _rows(conn, step, done, side, clock)
+    return clock.seconds()
+
+
+def _rows(conn: Connection, step: Step, done: Logged[Any], side: str, clock: Clock) -> None:
+    if side == PROJECTED:
+        project_in(conn, step.projections, done, step.sources)
+        return
+    # project_in's own loop, with each projector's run (and its reads) off the clock.
+    state = SqlState(conn, step.projections.table, step.sources or {})
+    for projection in step.projections.for_event(type(done.event)):
+        with clock.off():
+            changes = projection.project(done, state)
+        apply_in(conn, changes, step.projections.table)
 
 
 class Planner:
@@ -141,7 +189,7 @@ class Planner:
                                 reason="bench", gate={}, total_steps=1)
         by_id = {str(r.reward_id): r for r in records}
         return [Step(DATASET_PROJECTIONS, specialist_stream(SPECIALIST), frozen,
-                     sources={REWARDS: lambda ids: [by_id[i] for i in ids]}),
+                     sources={REWARDS: lambda ids: by_id}),
                 Step(TRIGGER_PROJECTIONS, specialist_stream(SPECIALIST), fired, deferred=True),
                 Step(RUN_PROJECTIONS, run_stream(run_id), queued)]
 
@@ -189,23 +237,29 @@ PATHS: dict[str, Callable[[Planner], Write]] = {
 }
 
 
-def one_repeat(parts: Container, planner: Planner, writes: int) -> dict[str, tuple[float, float]]:
-    """Per path: (median seconds appended alone, median seconds appended and projected)."""
+def one_repeat(parts: Container, planner: Planner, writes: int) -> dict[str, dict[str, float]]:
+    """Per path and side, the median seconds of ``writes`` transactions."""
     out = {}
     for name, plan in PATHS.items():
-        alone: list[float] = []
-        projected: list[float] = []
+        times: dict[str, list[float]] = {side: [] for side in SIDES}
         for i in range(writes):
-            write = plan(planner)
-            for project in ((False, True) if i % 2 == 0 else (True, False)):
-                (projected if project else alone).append(commit(parts, write, project))
-        out[name] = (statistics.median(alone), statistics.median(projected))
+            for side, write in _round(plan(planner), plan(planner), i):
+                times[side].append(commit(parts, write, side))
+        out[name] = {side: statistics.median(t) for side, t in times.items()}
     return out
+
+
+def _round(first: Write, second: Write, i: int) -> list[tuple[str, Write]]:
+    """Round ``i``'s three transactions: ``first`` before ``second`` (a chain's next version
+    names the one before as its parent), projected and direct taking turns at being
+    first, and the events of the projected one appended alone at a rotating place."""
+    sides = [(PROJECTED, first), (DIRECT, second)] if i % 2 == 0 else [(DIRECT, first), (PROJECTED, second)]
+    sides.insert(i % 3, (ALONE, first if i % 2 == 0 else second))
+    return sides
 
 
 def warm_up(parts: Container, planner: Planner) -> None:
     for plan in PATHS.values():
-        for _ in range(3):
-            write = plan(planner)
-            commit(parts, write, False)
-            commit(parts, write, True)
+        for i in range(3):
+            for side, write in _round(plan(planner), plan(planner), i):
+                commit(parts, write, side)

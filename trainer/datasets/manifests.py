@@ -112,6 +112,10 @@ class Manifests:
         """Each manifest's subjects by side (``ManifestIndex.sides``)."""
         return ManifestIndex(self.engine).sides(manifest_ids)
 
+    def leak_sides(self, manifest_ids: Iterable[str]) -> dict[str, Sides]:
+        """Each manifest's sides as far as a leak can be made of them (``ManifestIndex.leak_sides``)."""
+        return ManifestIndex(self.engine).leak_sides(manifest_ids)
+
     def leaks(self, manifest_id: str, parent: str | None, label: str) -> list[Leak]:
         """The held-out invariant for a run on ``manifest_id`` from ``parent`` (``label``
         names it): its train members against its own gate's and every ancestor's."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, or_, select
 from sqlalchemy.engine import Connection, Engine
 
 from kernel.clock import utc
@@ -113,15 +113,29 @@ class ManifestIndex:
     def sides(self, manifest_ids: Iterable[str],
               conn: Connection | None = None) -> dict[str, Sides]:
         """Each manifest's subjects by side: what its run trained on, what its gate held out."""
+        return self._sides(manifest_ids, conn)
+
+    def _sides(self, manifest_ids: Iterable[str], conn: Connection | None,
+               where: Any = None) -> dict[str, Sides]:
         ids = sorted(set(manifest_ids))
         found: dict[str, dict[str, set[str]]] = {i: {TRAIN: set(), HELD_OUT: set()} for i in ids}
         with reading(self.engine, conn) as c:
             for chunk in _chunks(ids):
                 query = (select(mm.c.manifest_id, mm.c.subject_id, mm.c.split)
                          .where(mm.c.manifest_id.in_(chunk)))
+                if where is not None:
+                    query = query.where(where)
                 for manifest_id, subject_id, split in c.execute(query):
                     found[manifest_id].setdefault(split, set()).add(subject_id)
         return {i: Sides(frozenset(s[TRAIN]), frozenset(s[HELD_OUT])) for i, s in found.items()}
+
+    def leak_sides(self, manifest_ids: Iterable[str],
+                   conn: Connection | None = None) -> dict[str, Sides]:
+        """``sides``, each held-out side cut to the subjects some manifest trains on: all a
+        leak (``leaks.lineage_leaks``) can be made of, and a small part of the members
+        (a held-out side lists every earlier held-out reward; train sides are new data)."""
+        trained = select(mm.c.subject_id).where(mm.c.split == TRAIN)
+        return self._sides(manifest_ids, conn, or_(mm.c.split != HELD_OUT, mm.c.subject_id.in_(trained)))
 
     def member_positions(self, manifest_id: str) -> Select[tuple[int]]:
         """The reward positions a manifest lists, as a query the reward store can filter

@@ -10,9 +10,14 @@ in an integer column, say) cannot print the way the column's values do. Unequal 
 mean only "read this group": the rows are then compared exactly, so where the two sides
 merely print one value differently nothing is reported, it only costs the read.
 
-Only columns whose values print the same from both sides take part: integers, strings,
-UUIDs and booleans. A table with other compared columns (times, JSON) has no digest and
-is read group by group; so is every table on SQLite, where reading is cheap.
+Integers, strings, UUIDs and booleans print the same from both sides. A time is taken as
+its microseconds since 1970 (``extract(epoch …)``, exact on PostgreSQL 14 and later). A
+JSON column enters as the text it is stored as, which is ``json.dumps`` of the value the
+writer gave (a row written otherwise merely reads as differing, and is compared); its
+values must be JSON's own (lists, string keys), as a projector's are, or a value the
+database holds equally could digest alike while comparing unequal. A table with other
+compared columns (floats) has no digest and is read group by group; so is every table
+on SQLite, where reading is cheap.
 """
 
 from __future__ import annotations
@@ -20,17 +25,35 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Sequence
+from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Boolean, Integer, String, Text, Uuid, cast, func, literal, literal_column, select
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Integer,
+    String,
+    Text,
+    Uuid,
+    cast,
+    func,
+    literal,
+    literal_column,
+    select,
+)
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
 from events.projections.compare import canonical
 from events.projections.model import Projection
+from kernel.clock import utc
 
-_PRINTABLE = (Integer, String, Uuid, Boolean)
+_PRINTABLE = (Integer, String, Uuid, Boolean, JSON, DateTime)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 _IN_CHUNK = 1000  # group values per IN (...)
 
 
@@ -53,8 +76,9 @@ def live_digests(conn: Connection, projection: Projection,
     group = table.c[projection.group]
     order = [table.c[k].collate("C") if isinstance(table.c[k].type, String) else table.c[k]
              for k in projection.key_columns]
-    rows = func.string_agg(cast(func.json_build_array(*(table.c[n] for n in compared_columns(projection))),
-                                Text), aggregate_order_by(literal_column("', '"), *order))
+    values = (_printed(table.c[n]) for n in compared_columns(projection))
+    rows = func.string_agg(cast(func.json_build_array(*values), Text),
+                           aggregate_order_by(literal_column("', '"), *order))
     text = literal("[", Text).concat(rows).concat("]")
     digest = func.encode(func.sha256(func.convert_to(text, "UTF8")), "hex")
     query = select(group, func.count(), digest).group_by(group)
@@ -71,18 +95,38 @@ def live_digests(conn: Connection, projection: Projection,
     return found
 
 
+def _printed(column: Any) -> Any:
+    if isinstance(column.type, DateTime):
+        return cast(func.extract("epoch", column) * 1_000_000, BigInteger)
+    return column
+
+
 class Digester:
     """The digest of replayed rows (tuples of the compared columns' values, in table order)."""
 
     def __init__(self, projection: Projection) -> None:
         names = compared_columns(projection)
         self.key = itemgetter(*(names.index(k) for k in projection.key_columns))
+        self.times = [i for i, n in enumerate(names) if isinstance(projection.table.c[n].type, DateTime)]
 
     def __call__(self, rows: Sequence[tuple[Any, ...]]) -> str | None:
         """None when the rows have no digest (a bound of an old event, a value JSON does
         not print, keys that do not sort): the group is then compared row by row."""
         try:
-            text = json.dumps(sorted(rows, key=self.key), ensure_ascii=False, allow_nan=False)
+            ordered: list[Any] = sorted(rows, key=self.key)
+            if self.times:
+                ordered = [self._timeless(row) for row in ordered]
+            text = json.dumps(ordered, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
             return None
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def _timeless(self, row: tuple[Any, ...]) -> list[Any]:
+        out = list(row)
+        for i in self.times:
+            value = out[i]
+            if value is not None:
+                if not isinstance(value, datetime):
+                    raise TypeError("not a time")  # a bound: no digest
+                out[i] = (utc(value) - _EPOCH) // _MICROSECOND
+        return out

@@ -56,7 +56,7 @@ class GroupedCheck:
         self.conn, self.projection, self.scope = conn, projection, scope
         self.column = projection.table.c[projection.group]
         self.names = compared_columns(projection)
-        self.key_of = _keyer(projection, self.names)
+        self.keys_of = _keyer(projection, self.names)
         self.group_at = projection.key_columns.index(projection.group)
         self.groups = frozenset(scope.values) if isinstance(scope, Where) and \
             scope.column == projection.group else None  # only these (None: every group)
@@ -99,15 +99,21 @@ class GroupedCheck:
                         "updates a row of a table whose rows are only ever inserted"
                     self.problem(Problem(name, done.position, f"its projector {what}"))
                 continue
-            for values in self._values(change):
-                key = self.key_of(values)
+            values = self._values(change)
+            keys = self.keys_of(values)
+            if not groups and len(set(map(itemgetter(self.group_at), keys))) == 1:
+                at_once = dict(zip(keys, values, strict=True))  # one group, no repeats: a manifest's rows
+                if len(at_once) == len(values):
+                    groups[keys[0][self.group_at]] = at_once
+                    continue
+            for key, row in zip(keys, values, strict=True):
                 rows = groups.setdefault(key[self.group_at], {})
                 if key in rows:
                     if report:
                         self.problem(again(self.projection, done.type, done.position, key,
                                            Origin(done.position, done.type)))
                     continue
-                rows[key] = values
+                rows[key] = row
         return groups
 
     def _values(self, change: Insert | Any) -> list[Values]:
@@ -204,23 +210,24 @@ class ProblemsOnly:
         return [unprojectable(p) for p in self.found]
 
 
-def _keyer(projection: Projection, names: list[str]) -> Callable[[Values], Key]:
-    """A row's canonical key from its values; those already of their column's canonical
-    type (nearly all: it runs once a member row) pass without ``canonical``'s dispatch."""
+def _keyer(projection: Projection, names: list[str]) -> Callable[[list[Values]], list[Key]]:
+    """Rows' canonical keys from their values. Keys whose values are all of their column's
+    canonical type (nearly always: it runs on every member row) are taken as they are,
+    without ``canonical``'s dispatch per value."""
     at = [names.index(k) for k in projection.key_columns]
     columns = [projection.table.c[k] for k in projection.key_columns]
-    plain = tuple(int if isinstance(c.type, Integer) else str if isinstance(c.type, String | Uuid)
-                  else type(None) for c in columns)  # NoneType: never a key's type, always canonical()
+    plain = [int if isinstance(c.type, Integer) else str if isinstance(c.type, String | Uuid) else None
+             for c in columns]
     pick = itemgetter(*at)
-    single = len(at) == 1
 
-    def key(values: Values) -> Key:
-        found = (pick(values),) if single else pick(values)
-        if tuple(map(type, found)) == plain:
+    def keys(rows: list[Values]) -> list[Key]:
+        found = list(map(pick, rows)) if len(at) > 1 else [(k,) for k in map(pick, rows)]
+        if all(kind is not None and set(map(type, map(itemgetter(j), found))) <= {kind}
+               for j, kind in enumerate(plain)):
             return found
-        return tuple(canonical(c, v) for c, v in zip(columns, found, strict=True))
+        return [tuple(canonical(c, v) for c, v in zip(columns, key, strict=True)) for key in found]
 
-    return key
+    return keys
 
 
 def _by_key(differences: list[Difference]) -> list[Difference]:

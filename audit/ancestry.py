@@ -19,15 +19,9 @@ from audit.checks import approvals, contracts, log, registry, rewards, training
 from audit.checks.approvals import APPROVAL_TYPES
 from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
 from audit.keys import VerifierKey
+from audit.manifests import rebuild_manifests
 from audit.report import AuditReport, Findings
-from audit.sources import (
-    AuditSources,
-    Progress,
-    Run,
-    check_projections,
-    rebuild_manifests,
-    rehash_artifacts,
-)
+from audit.sources import AuditSources, Progress, Run, check_projections, rehash_artifacts
 from contract.versions import contract_stream
 from evaluators.chain import SEAL_STREAM, SEAL_TYPE
 from events.model import RecordedEvent

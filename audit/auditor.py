@@ -19,17 +19,10 @@ from audit.checks import approvals, contracts, heldout, log, registry, rewards, 
 from audit.checks.approvals import APPROVAL_TYPES
 from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
 from audit.keys import VerifierKey
+from audit.manifests import audit_manifests, check_training_examples
 from audit.merkle import chain_leaf
 from audit.report import AuditReport, Findings
-from audit.sources import (
-    AuditSources,
-    Progress,
-    Run,
-    check_projections,
-    check_training_examples,
-    rebuild_manifests,
-    rehash_artifacts,
-)
+from audit.sources import AuditSources, Progress, Run, check_projections, rehash_artifacts
 from audit.tree import CompactRange, MerkleTree
 from audit.verify import check_log
 from evaluators.chain import SEAL_STREAM, SEAL_TYPE
@@ -57,7 +50,7 @@ class Auditor:
         src, run = self.src, Run("all", on_progress)
         verifier = verifier or src.verifier
         of = src.store.of_types
-        check_projections(src, run)
+        projected = check_projections(src, run)
         contract_events = of(CONTRACT_TYPES)
         run.check("contract_documents", "contract_versions", "each stored document re-hashed", lambda f:
                   contracts.check_documents(f, src.contracts.stored_rows()))
@@ -73,9 +66,8 @@ class Auditor:
                   lambda f: approvals.check_approvals(f, specialist_steps))
         run.check("manifest_examples", "dataset_manifests", "trigger.fired and dataset.frozen hashes; "
                   "examples rebuilt from rewards and events",
-                  lambda f: rebuild_manifests(src, f, src.manifests.scan_stored(),
-                                              src.store.scan_types([training.FROZEN]),
-                                              of([training.FIRED]), run))
+                  lambda f: audit_manifests(src, f, of([training.FIRED]), run,
+                                            (projected or {}).get("dataset_manifests")))
         run.check(heldout.NAME, heldout.TABLE, heldout.AGAINST, lambda f:
                   heldout.check_held_out(f, src.registry.adapters(), src.manifests))
         run.check("training_examples", "training.succeeded events", "the examples each run records, "

@@ -1,31 +1,26 @@
 """What an audit reads through and how one runs: the owners' ports (built by the
 composition root), the timed findings of each check, and the checks both scopes share
-(manifests rebuilt, artifacts re-hashed)."""
+(the projections replayed, artifacts re-hashed; manifests rebuilt: ``audit.manifests``)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from audit.checkpoint_store import CheckpointStore
-from audit.checks import training
 from audit.keys import VerifierKey
 from audit.nodestore import NodeStore
 from audit.report import AuditReport, Findings
 from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from evaluators.rewards import RewardStore
-from events.model import RecordedEvent
 from events.projections.compare import TableCheck
 from events.projections.rebuild import Rebuilder
 from events.store import EventStore
 from kernel.clock import utcnow
-from kernel.errors import Conflict, NotFound
-from trainer.datasets.manifest import Manifest
 from trainer.datasets.manifests import Manifests
-from trainer.datasets.rebuilds import ManifestRebuilds
 from trainer.registry.artifacts import ArtifactCorrupted, ArtifactNotFound, ArtifactStore
 from trainer.registry.records import RegistryRecords
 from trainer.runs.store import Runs
@@ -85,21 +80,6 @@ class Run:
 
 
 
-def rebuild_manifests(src: AuditSources, f: Findings, rows: Iterable[dict[str, Any]],
-                      frozen: Iterable[RecordedEvent], fired: Iterable[RecordedEvent], run: Run) -> None:
-    """Each firing's manifest hash against its dataset.frozen, then every manifest's examples
-    rebuilt from its rewards and events (each reward's example built once: ``ManifestRebuilds``)."""
-    training.check_frozen_hashes(f, frozen, fired)
-    rebuilds = ManifestRebuilds(src.rewards, src.store)
-    for done, row in enumerate(rows, 1):
-        f.checked += 1
-        problem = rebuilds.verdict(row)
-        if problem is not None:
-            f.add(f"dataset_manifests manifest_id={row['manifest_id']}",
-                  f"rebuilt from its rewards and events: {problem}")
-        run.progress("manifest_examples", done, done)
-
-
 def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]], run: Run) -> None:
     """Each adapter's artifact directory, re-hashed against its content address."""
     for done, row in enumerate(rows, 1):
@@ -114,17 +94,20 @@ def rehash_artifacts(src: AuditSources, f: Findings, rows: list[dict[str, Any]],
 
 
 def check_projections(src: AuditSources, run: Run,
-                      scope: Mapping[str, Callable[[dict[str, Any]], bool]] | None = None) -> None:
+                      scope: Mapping[str, Callable[[dict[str, Any]], bool]] | None = None
+                      ) -> dict[str, TableCheck] | None:
     """Every projected table replayed from the log and compared row by row (``hcp rebuild
-    --check``): one finding per differing, missing or ghost row, named by table and key."""
+    --check``): one finding per differing, missing or ghost row, named by table and key.
+    Returns each table's check (None: the audit has no rebuilder)."""
     if src.rebuilder is None:
-        return
+        return None
     started = time.perf_counter()
     tables = None if scope is None else list(scope)
     report = src.rebuilder.check(tables, on_table=lambda c: run.progress(c.table, 1, 1), scope=scope)
     per_table = (time.perf_counter() - started) / max(len(report.checks), 1)
     for check in report.checks:
         run.add(_findings(src.rebuilder, check, per_table))
+    return {check.table: check for check in report.checks}
 
 
 def _findings(rebuilder: Rebuilder, check: TableCheck, seconds: float) -> Findings:
@@ -136,24 +119,3 @@ def _findings(rebuilder: Rebuilder, check: TableCheck, seconds: float) -> Findin
     for why, count in sorted(check.bounded.items()):
         found.note(f"{count} value(s) only bounded by the log: {why}")
     return found
-
-
-def check_training_examples(src: AuditSources, f: Findings, events: list[RecordedEvent]) -> None:
-    """Which examples each run trained on, derived again from its rebuilt manifest."""
-    rebuilds = ManifestRebuilds(src.rewards, src.store)
-    rebuilt: dict[str, Manifest | str] = {}
-
-    def manifest(manifest_id: str) -> Manifest | str:
-        if manifest_id not in rebuilt:
-            try:
-                row = src.manifests.row(manifest_id)
-            except NotFound as exc:
-                rebuilt[manifest_id] = str(exc)
-                return rebuilt[manifest_id]
-            found = rebuilds.rebuild(row._mapping)
-            rebuilt[manifest_id] = found if found.content_hash == row.content_hash else str(Conflict(
-                f"manifest {manifest_id} no longer rebuilds to its content hash {row.content_hash[:12]}… "
-                f"(got {found.content_hash[:12]}…)"))
-        return rebuilt[manifest_id]
-
-    training.check_selections(f, events, manifest)

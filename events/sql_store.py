@@ -196,10 +196,13 @@ class SqlEventStore(EventStore):
         query = (select(events_table).where(e.type.in_(sorted(set(types))))
                  .order_by(e.position).limit(page))
         after = 0
-        with reading(self.engine, conn) as c:
-            while rows := [event_from_row(r._mapping) for r in c.execute(query.where(e.position > after))]:
-                yield from rows
-                after = rows[-1].position
+        while True:
+            with reading(self.engine, conn) as c:  # no connection of its own held between pages
+                rows = [event_from_row(r._mapping) for r in c.execute(query.where(e.position > after))]
+            if not rows:
+                return
+            yield from rows
+            after = rows[-1].position
 
     def read_windows(self, reads: dict[str, tuple[int, int]],
                      episode_end: str) -> dict[str, list[RecordedEvent]]:

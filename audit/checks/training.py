@@ -4,12 +4,12 @@ The rows (firings, runs, manifests and their members) are projections, compared 
 projections' check. Here: the content hash a ``trigger.fired`` froze is the one the
 manifest's ``dataset.frozen`` recorded (a manifest is reused by later firings of the
 same content), and each manifest's examples, rebuilt from its rewards and events, still
-hash to what it froze (``audit.sources.rebuild_manifests``).
+hash to what it froze (``audit.manifests``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from audit.report import Findings
 from events.model import RecordedEvent
@@ -23,10 +23,16 @@ FROZEN, FIRED = DatasetFrozen.TYPE, TriggerFired.TYPE
 QUEUED, SUCCEEDED = TrainingQueued.TYPE, TrainingSucceeded.TYPE
 
 
-def check_frozen_hashes(findings: Findings, frozen: Iterable[RecordedEvent],
+def frozen_hashes(frozen: Iterable[RecordedEvent]) -> dict[str, tuple[int, str]]:
+    """Each manifest's dataset.frozen: its position and content hash (only these: the
+    events' reward id lists are long)."""
+    return {e.payload["manifest_id"]: (e.position, e.payload["content_hash"]) for e in frozen}
+
+
+def check_frozen_hashes(findings: Findings, recorded: Mapping[str, tuple[int, str]],
                         fired: Iterable[RecordedEvent]) -> None:
-    # Only what the comparison needs of each dataset.frozen: their reward id lists are long.
-    recorded = {e.payload["manifest_id"]: (e.position, e.payload["content_hash"]) for e in frozen}
+    """Each trigger.fired's manifest hash against what its dataset.frozen (``frozen_hashes``)
+    recorded."""
     for event in fired:
         findings.checked += 1
         p = event.payload

@@ -18,13 +18,18 @@ values must be JSON's own (lists, string keys), as a projector's are, or a value
 database holds equally could digest alike while comparing unequal. A table with other
 compared columns (floats) has no digest and is read group by group; so is every table
 on SQLite, where reading is cheap.
+
+The database computes the digests on a connection of its own, in the snapshot the replay
+reads (``Background``), so its work and the replay's overlap.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any
@@ -43,9 +48,10 @@ from sqlalchemy import (
     literal,
     literal_column,
     select,
+    text,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from events.projections.compare import canonical
 from events.projections.model import Projection
@@ -55,6 +61,9 @@ _PRINTABLE = (Integer, String, Uuid, Boolean, JSON, DateTime)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _IN_CHUNK = 1000  # group values per IN (...)
+_SNAPSHOT = re.compile(r"[0-9A-F-]+")
+Digests = dict[Any, tuple[int, str]]  # by group value: (rows, digest)
+Wanted = Mapping[str, tuple[Projection, Collection[Any] | None]]  # by table: the groups (None: all)
 
 
 def compared_columns(projection: Projection) -> list[str]:
@@ -69,7 +78,7 @@ def digestible(conn: Connection, projection: Projection) -> bool:
 
 
 def live_digests(conn: Connection, projection: Projection,
-                 groups: Collection[Any] | None = None) -> dict[Any, tuple[int, str]]:
+                 groups: Collection[Any] | None = None) -> Digests:
     """Every live group's (row count, digest), by group value (only ``groups`` when given)."""
     assert projection.group is not None
     table = projection.table
@@ -79,10 +88,10 @@ def live_digests(conn: Connection, projection: Projection,
     values = (_printed(table.c[n]) for n in compared_columns(projection))
     rows = func.string_agg(cast(func.json_build_array(*values), Text),
                            aggregate_order_by(literal_column("', '"), *order))
-    text = literal("[", Text).concat(rows).concat("]")
-    digest = func.encode(func.sha256(func.convert_to(text, "UTF8")), "hex")
+    array = literal("[", Text).concat(rows).concat("]")
+    digest = func.encode(func.sha256(func.convert_to(array, "UTF8")), "hex")
     query = select(group, func.count(), digest).group_by(group)
-    found: dict[Any, tuple[int, str]] = {}
+    found: Digests = {}
     if groups is None:
         chunks: list[Sequence[Any] | None] = [None]
     else:
@@ -101,6 +110,32 @@ def _printed(column: Any) -> Any:
     return column
 
 
+class Background:
+    """The live digests of some grouped projections, computed on a connection of their own
+    in the snapshot of ``conn``'s transaction (PostgreSQL's exported snapshots), while the
+    caller goes on replaying: the database's work and the replay's overlap."""
+
+    def __init__(self, engine: Engine, conn: Connection, wanted: Wanted) -> None:
+        snapshot = str(conn.execute(text("SELECT pg_export_snapshot()")).scalar())
+        if not _SNAPSHOT.fullmatch(snapshot):
+            raise ValueError(f"unexpected snapshot id {snapshot!r}")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="projection-digests")
+        self._found = self._pool.submit(self._run, engine, snapshot, dict(wanted))
+        self._pool.shutdown(wait=False)
+
+    def of(self, table: str) -> Callable[[], Digests]:
+        """What ``table``'s check calls at its end (it waits for the database if need be)."""
+        return lambda: self._found.result()[table]
+
+    @staticmethod
+    def _run(engine: Engine, snapshot: str, wanted: Wanted) -> dict[str, Digests]:
+        with engine.connect() as own:
+            own = own.execution_options(isolation_level="REPEATABLE READ")
+            with own.begin():
+                own.execute(text(f"SET TRANSACTION SNAPSHOT '{snapshot}'"))  # checked: hex and dashes
+                return {name: live_digests(own, p, groups) for name, (p, groups) in wanted.items()}
+
+
 class Digester:
     """The digest of replayed rows (tuples of the compared columns' values, in table order)."""
 
@@ -116,10 +151,10 @@ class Digester:
             ordered: list[Any] = sorted(rows, key=self.key)
             if self.times:
                 ordered = [self._timeless(row) for row in ordered]
-            text = json.dumps(ordered, ensure_ascii=False, allow_nan=False)
+            printed = json.dumps(ordered, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
             return None
-        return hashlib.sha256(text.encode()).hexdigest()
+        return hashlib.sha256(printed.encode()).hexdigest()
 
     def _timeless(self, row: tuple[Any, ...]) -> list[Any]:
         out = list(row)

@@ -1,15 +1,15 @@
 """A grouped projection (``Projection.group``: a manifest's members) checked one event's rows
 at a time, so that no check holds such a table whole.
 
-Each group (the rows with one value of the group column) comes from one event. When the
-replay reaches that event, the group's rows are compared with the live group: first by
-digest where the database gives one (``digest``: PostgreSQL, one statement for the whole
-table before the replay starts), so that only a group whose digest differs is read and
-compared row by row; otherwise by reading the group. A difference is reported exactly as
-for a held table: the row by its key, and the position of the event it should come from.
-Live groups no event made are read at the end, each of their rows a ghost. A group that
-two events make (a log that froze one manifest twice) is judged again at the end from all
-of its events (``rejudge``).
+Each group (the rows with one value of the group column) comes from one event. Where the
+database gives digests (``digest``: PostgreSQL, one statement for the whole table, run on
+a second connection in the replay's snapshot while the replay goes on), the replay keeps
+only each group's digest, and at the end a group whose digests differ is made again from
+its event and compared row by row. Otherwise each group is read and compared as the replay
+reaches its event. A difference is reported exactly as for a held table: the row by its
+key, and the position of the event it should come from. Live groups no event made are
+read at the end, each of their rows a ghost. A group that two events make (a log that
+froze one manifest twice) is judged at the end from all of its events (``rejudge``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from events.projections.compare import (
     scan_live,
     unprojectable,
 )
-from events.projections.digest import Digester, compared_columns, digestible, live_digests
+from events.projections.digest import Digester, compared_columns
 from events.projections.model import Change, Insert, Key, Projection, Row, Update
 from events.projections.replay import Origin, Problem, again
 from events.server_events import Logged
@@ -48,10 +48,18 @@ class _Made:
     event_ids: list[str] = field(default_factory=list)
 
 
-class GroupedCheck:
-    """The check of one grouped table, fed each event's changes as the replay reaches it."""
+# The live groups' digests, by group value, once the database has given them.
+LiveDigests = Callable[[], dict[Any, tuple[int, str]]]
+# A group's events made again (their changes to every table), in log order.
+Reproject = Callable[[Sequence[str]], list[tuple[Logged[Any], Sequence[Change]]]]
 
-    def __init__(self, conn: Connection, projection: Projection, scope: Scope | None = None) -> None:
+
+class GroupedCheck:
+    """The check of one grouped table, fed each event's changes as the replay reaches it;
+    ``live``: the live groups' digests (None: read each group instead)."""
+
+    def __init__(self, conn: Connection, projection: Projection, scope: Scope | None = None,
+                 live: LiveDigests | None = None) -> None:
         assert projection.group is not None
         self.conn, self.projection, self.scope = conn, projection, scope
         self.column = projection.table.c[projection.group]
@@ -62,8 +70,8 @@ class GroupedCheck:
             scope.column == projection.group else None  # only these (None: every group)
         self.predicate = None if self.groups is not None else scope  # applied row by row
         self.digest = Digester(projection)
-        self.live = live_digests(conn, projection, self.groups) \
-            if self.predicate is None and digestible(conn, projection) else None
+        self.live = live if self.predicate is None else None
+        self.digests: dict[Any, tuple[int, str | None]] = {}  # by group: the replay's rows, digested
         self.made: dict[Any, _Made] = {}
         self.repeated: set[Any] = set()
         self.problems: list[Difference] = []
@@ -83,7 +91,11 @@ class GroupedCheck:
                 self.repeated.add(group)
                 continue
             self.made[group] = _Made(origin, [str(done.event_id)])
-            if self.groups is None or group in self.groups:
+            if self.groups is not None and group not in self.groups:
+                continue
+            if self.live is not None:
+                self.digests[group] = (len(rows), self.digest(list(rows.values())))
+            else:
                 self.judged[group] = self.judge_group(group, rows, origin)
 
     def rows_by_group(self, done: Logged[Any], changes: Sequence[Change],
@@ -127,16 +139,8 @@ class GroupedCheck:
     # --- judging ---------------------------------------------------------------------------
 
     def judge_group(self, group: Any, rows: dict[Key, Values], origin: Origin) -> TableCheck:
+        """The group's rows against the live ones, read."""
         found = TableCheck(self.projection.name)
-        if self.predicate is None and self.live is not None:
-            live = self.live.get(group)
-            if live is None and rows:  # no live row of the group: every row is missing
-                expected = {k: (self._row(v), origin) for k, v in rows.items()}
-                judge(self.projection, expected, [], found)
-                return found
-            if live is not None and live[0] == len(rows) and live[1] == self.digest(list(rows.values())):
-                found.rows = live[0]
-                return found
         expected = {k: (self._row(v), origin) for k, v in rows.items()
                     if self.predicate is None or self.predicate(self._row(v))}
         judge(self.projection, expected, self._live_group(group), found)
@@ -159,9 +163,20 @@ class GroupedCheck:
         judge(self.projection, expected, self._live_group(group), found)
         self.judged[group] = found
 
-    def finish(self) -> TableCheck:
-        """The table's check: every group judged, then the live groups no event made."""
-        for group in sorted(self._live_groups() - set(self.made), key=repr):  # any fixed order
+    def finish(self, reproject: Reproject) -> TableCheck:
+        """The table's check: the groups whose digests differ and those several events made
+        judged from their events again, then the live groups no event made."""
+        live = self.live() if self.live is not None else None
+        redo = set(self.repeated)
+        for group, digested in self.digests.items():
+            if live is not None and digested[1] is not None and live.get(group) == digested:
+                self.judged[group] = TableCheck(self.projection.name, rows=digested[0])
+            else:
+                redo.add(group)
+        for group in sorted(redo, key=repr):  # any fixed order
+            self.rejudge(group, reproject(self.made[group].event_ids))
+        ghosts = (set(live) if live is not None else self._live_groups()) - set(self.made)
+        for group in sorted(ghosts, key=repr):
             self.judged[group] = found = TableCheck(self.projection.name)
             judge(self.projection, {}, self._live_group(group), found)
         out = TableCheck(self.projection.name)
@@ -182,8 +197,6 @@ class GroupedCheck:
         return [r for r in rows if self.predicate is None or self.predicate(r)]
 
     def _live_groups(self) -> set[Any]:
-        if self.live is not None:
-            return set(self.live)
         query = select(self.column).distinct()
         if self.groups is not None:
             query = query.where(self.column.in_(sorted(self.groups)))

@@ -16,15 +16,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
-from events.projections.compare import Scope, TableCheck, check_table, missing_table, scan_live, table_exists
-from events.projections.grouped import GroupedCheck, ProblemsOnly
-from events.projections.model import Projection, ProjectionError, ProjectionSet
+from events.projections.compare import (
+    Scope,
+    TableCheck,
+    Where,
+    check_table,
+    missing_table,
+    scan_live,
+    table_exists,
+)
+from events.projections.digest import Background, digestible
+from events.projections.grouped import GroupedCheck, LiveDigests, ProblemsOnly
+from events.projections.model import Change, Projection, ProjectionError, ProjectionSet
 from events.projections.repair import Rebuilt, rebuild_in
 from events.projections.replay import MemoryState, Replayed, Sink, replay, replay_types
-from events.server_events import logged
+from events.server_events import Logged, logged
 from events.store import EventStore
 from kernel.db import is_postgres
 from kernel.sql import lock_writers
@@ -93,19 +104,16 @@ class Rebuilder:
 
     def _check(self, conn: Connection, chosen: list[Projection], scope: Mapping[str, Scope]) -> _Checked:
         present = {p.name: table_exists(conn, p.table) for p in chosen}
+        digests = self._digests(conn, [p for p in chosen if p.group is not None and present[p.name]], scope)
         sinks: dict[str, GroupedCheck | ProblemsOnly] = {
-            p.name: GroupedCheck(conn, p, scope.get(p.name)) if present[p.name] else ProblemsOnly()
-            for p in chosen if p.group is not None}
+            p.name: GroupedCheck(conn, p, scope.get(p.name), digests.get(p.name)) if present[p.name]
+            else ProblemsOnly() for p in chosen if p.group is not None}
         replayed = self._replay(conn, [p.name for p in chosen], sinks)
-        for projection in chosen:
-            sink = sinks.get(projection.name)
-            if isinstance(sink, GroupedCheck) and sink.repeated:
-                self._rejudge(conn, projection, sink)
         checks = []
         for p in chosen:
             sink = sinks.get(p.name)
             if isinstance(sink, GroupedCheck):
-                checks.append(sink.finish())
+                checks.append(sink.finish(partial(self._reproject, conn, p)))
             elif isinstance(sink, ProblemsOnly):
                 checks.append(TableCheck(p.name, differences=[*sink.differences(), missing_table(p.name)]))
             else:
@@ -117,19 +125,34 @@ class Rebuilder:
         events = self.store.scan_types(replay_types(self.projections, tables), conn=conn)
         return replay(self.projections, events, self.sources(conn), tables, sinks)
 
-    def _rejudge(self, conn: Connection, projection: Projection, sink: GroupedCheck) -> None:
-        """The groups several events made, from all of their events again."""
+    def _digests(self, conn: Connection, grouped: list[Projection],
+                 scope: Mapping[str, Scope]) -> dict[str, LiveDigests]:
+        """The database's digests of the grouped tables that have them (PostgreSQL), on
+        their way while the replay runs."""
+        wanted: dict[str, tuple[Projection, frozenset[Any] | None]] = {}
+        for p in grouped:
+            where = scope.get(p.name)
+            by_group = isinstance(where, Where) and where.column == p.group
+            if (where is None or by_group) and digestible(conn, p):  # (another scope: read row by row)
+                wanted[p.name] = (p, where.values if isinstance(where, Where) else None)
+        if not wanted:
+            return {}
+        background = Background(self.engine, conn, wanted)
+        return {name: background.of(name) for name in wanted}
+
+    def _reproject(self, conn: Connection, projection: Projection,
+                   event_ids: Sequence[str]) -> list[tuple[Logged[Any], Sequence[Change]]]:
+        """A grouped projection's events made again (``GroupedCheck.finish``), in log order."""
         state = MemoryState([], self.sources(conn))
-        for group in sorted(sink.repeated, key=repr):
-            found = self.store.get_many(sink.made[group].event_ids, conn, raw=True)
-            made = []
-            for recorded in sorted(found.values(), key=lambda e: e.position):
-                done = logged(recorded)
-                try:
-                    made.append((done, projection.project(done, state)))
-                except ProjectionError:
-                    continue  # reported by the replay already
-            sink.rejudge(group, made)
+        found = self.store.get_many(event_ids, conn, raw=True)
+        made: list[tuple[Logged[Any], Sequence[Change]]] = []
+        for recorded in sorted(found.values(), key=lambda e: e.position):
+            done = logged(recorded)
+            try:
+                made.append((done, projection.project(done, state)))
+            except ProjectionError:
+                continue  # reported by the replay already
+        return made
 
     def _chosen(self, tables: Iterable[str] | None) -> list[Projection]:
         if tables is None:

@@ -32,6 +32,7 @@ from sqlalchemy import (
     and_,
     create_engine,
     delete,
+    select,
     text,
     update,
 )
@@ -39,12 +40,16 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
+from audit.manifests import audit_manifests, rebuild_manifests
+from audit.report import Findings
+from audit.sources import Run
 from cli.main import app
 from events.projections.compare import live_rows
 from events.projections.digest import Digester, compared_columns, digestible, live_digests
 from events.projections.model import Projection
 from events.projections.replay import Replayed, replay, replay_types
 from events.projections.sql import bind_row
+from events.tables import events as events_table
 from hcp import migrate
 from hcp.bootstrap import Container
 from hcp.projections import PROJECTIONS, replay_sources
@@ -52,6 +57,7 @@ from hcp.settings import get_settings
 from kernel.db import is_postgres, make_engine
 from tests.integration.audit_world import KEY, audited_container
 from tests.integration.projection_world import build_projection_world
+from trainer.datasets.tables import manifest_members
 
 pytestmark = pytest.mark.slow
 TABLES = [p.name for p in PROJECTIONS]
@@ -162,6 +168,34 @@ def test_the_databases_digests_of_untouched_groups_are_the_replays(world: Tamper
         with world.c.engine.connect() as conn:
             assert digestible(conn, projection), projection.name
             assert live_digests(conn, projection) == expected, projection.name
+
+
+def test_manifests_judged_from_their_events_are_judged_as_their_stored_rows(world: Tampered) -> None:
+    """``hcp audit all`` rebuilds an unaltered manifest from its dataset.frozen, not its
+    row: a subject's answer changed in the log names the same manifests, with the same
+    words, as rebuilding every stored row does."""
+    src = world.c.auditor.src
+    with world.c.engine.connect() as conn:
+        reward_id = conn.execute(select(manifest_members.c.reward_id).limit(1)).scalar()
+    [record] = world.c.rewards.by_ids([reward_id])
+    events = world.c.store.get_many(record.event_ids, raw=True)
+    answer = max(events.values(), key=lambda e: e.position)
+    altered = {**answer.payload, "text": f"{answer.payload.get('text', '')} (altered)"}
+    where = events_table.c.event_id == answer.event_id
+    _as_superuser(world.superuser, lambda conn: conn.execute(events_table.update().where(where)
+                                                             .values(payload=altered)))
+    try:
+        [projected] = world.c.rebuilder.check(["dataset_manifests"]).checks
+        fired = src.store.of_types(["trigger.fired"])
+        by_events, by_rows = (Findings("manifest_examples", "t", "a") for _ in range(2))
+        audit_manifests(src, by_events, fired, Run("t", None), projected)
+        rebuild_manifests(src, by_rows, src.manifests.scan_stored(), src.store.scan_types(["dataset.frozen"]),
+                          fired, Run("t", None))
+        assert by_events.mismatches and by_events.checked == by_rows.checked
+        assert sorted(map(repr, by_events.mismatches)) == sorted(map(repr, by_rows.mismatches))
+    finally:
+        _as_superuser(world.superuser, lambda conn: conn.execute(events_table.update().where(where)
+                                                                 .values(payload=answer.payload)))
 
 
 # --- the cases -------------------------------------------------------------------------

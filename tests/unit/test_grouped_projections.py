@@ -17,6 +17,7 @@ from sqlalchemy import JSON, create_engine, text
 from sqlalchemy.engine import Connection, Engine
 
 import events.projections.grouped as grouped
+import events.projections.rebuild as rebuild
 from evaluators.model import EVALUATOR_VERSION, RewardRecord
 from events.memory_store import InMemoryEventStore
 from events.model import EventMetadata
@@ -102,15 +103,25 @@ def _seen(differences: list[Any]) -> list[tuple[str, str, str, int | None]]:
 @pytest.fixture(params=["read", "digest"])
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "digest":
-        def digests(conn: Connection, projection: Projection, groups: Any = None) -> dict[Any, Any]:
-            rows: dict[Any, list[tuple[Any, ...]]] = {}
-            for row in scan_live(conn, projection):
-                rows.setdefault(row[projection.group or ""], []).append(
-                    tuple(row[n] for n in compared_columns(projection)))
-            return {g: (len(r), Digester(projection)(r) or "") for g, r in rows.items()}
+        class Digests:
+            """The database's digests, as the same digest of the live rows (SQLite has none)."""
 
-        monkeypatch.setattr(grouped, "digestible", lambda conn, projection: True)
-        monkeypatch.setattr(grouped, "live_digests", digests)
+            def __init__(self, engine: Engine, conn: Connection, wanted: Any) -> None:
+                self.found = {name: self.digests(conn, p) for name, (p, _) in wanted.items()}
+
+            def of(self, table: str) -> Any:
+                return lambda: self.found[table]
+
+            @staticmethod
+            def digests(conn: Connection, projection: Projection) -> dict[Any, Any]:
+                rows: dict[Any, list[tuple[Any, ...]]] = {}
+                for row in scan_live(conn, projection):
+                    rows.setdefault(row[projection.group or ""], []).append(
+                        tuple(row[n] for n in compared_columns(projection)))
+                return {g: (len(r), Digester(projection)(r) or "") for g, r in rows.items()}
+
+        monkeypatch.setattr(rebuild, "digestible", lambda conn, projection: True)
+        monkeypatch.setattr(rebuild, "Background", Digests)
     return str(request.param)
 
 

@@ -178,9 +178,14 @@ def combine(specialist: str, cut_from: int, cut_to: int,
 def examples_digest(examples: Iterable[ManifestExample],
                     line: Callable[[ManifestExample], bytes] | None = None) -> str:
     """sha256 over the examples' canonical JSON, one line each, in manifest order."""
+    return examples_digest_of(line(ex) if line is not None else example_line(ex) for ex in examples)
+
+
+def examples_digest_of(lines: Iterable[bytes]) -> str:
+    """``examples_digest`` of the examples' lines (``example_line``)."""
     h = hashlib.sha256()
-    for ex in examples:
-        h.update(line(ex) if line is not None else example_line(ex))
+    for text in lines:
+        h.update(text)
         h.update(b"\n")
     return h.hexdigest()
 

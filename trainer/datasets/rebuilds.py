@@ -28,6 +28,7 @@ from trainer.datasets.manifest import (
     combine,
     example_line,
     example_of,
+    examples_digest_of,
 )
 from trainer.datasets.manifests import reward_row
 
@@ -57,6 +58,22 @@ class ManifestRebuilds:
         return None if rebuilt.content_hash == row["content_hash"] else (
             f"no longer rebuilds to its content hash {row['content_hash'][:12]}… "
             f"(got {rebuilt.content_hash[:12]}…; {missing} of its rewards missing)")
+
+    def frozen_verdict(self, frozen: Mapping[str, Any]) -> str | None:
+        """``verdict`` of the manifest a ``dataset.frozen`` payload describes, as the row its
+        projector makes of it (the caller knows the stored row is that row). Its content
+        hash then holds exactly when every listed reward is stored and yields an example,
+        in position order, and the examples hash to the ``examples_sha256`` it froze: that
+        is checked here, the content hashed only when it does not hold (for the message)."""
+        ids = [str(i) for i in frozen["reward_ids"]]
+        found = self._built(ids)
+        used = [found.get(i) for i in ids]
+        if all(b is not None and b.line is not None for b in used):
+            lines = [b.line for b in used if b is not None and b.line is not None]
+            positions = [b.row.position for b in used if b is not None]
+            if positions == sorted(positions) and examples_digest_of(lines) == frozen["examples_sha256"]:
+                return None
+        return self.verdict(frozen)
 
     def rebuild(self, row: Mapping[str, Any]) -> Manifest:
         """The manifest ``row`` rebuilt as ``Manifests.rebuild`` does (its stored rewards,

@@ -46,17 +46,19 @@ def audit_manifests(src: AuditSources, f: Findings, fired: Iterable[RecordedEven
         return
     altered = {d.key[0] for d in projected.differences if d.kind in ("differs", "extra") and d.key}
     unjudged = altered | {d.key[0] for d in projected.differences if d.kind == "missing" and d.key}
+    unprojected = {d.position for d in projected.differences if d.kind == "unprojectable"}  # no row
     rebuilds = ManifestRebuilds(src.rewards, src.store)
     recorded: dict[str, tuple[int, str]] = {}
-    verdicts: list[tuple[str, str | None]] = []  # reported after the firings', as rebuild_manifests does
+    verdicts: dict[str, str | None] = {}  # reported after the firings', as rebuild_manifests does
     for event in src.store.scan_types([training.FROZEN]):
         manifest_id = event.payload["manifest_id"]
-        if manifest_id not in recorded and manifest_id not in unjudged:  # the row is its first event's
-            verdicts.append((manifest_id, rebuilds.frozen_verdict(event.payload)))
+        if manifest_id not in verdicts and manifest_id not in unjudged and event.position not in unprojected:
+            # the stored row is the one this event makes
+            verdicts[manifest_id] = rebuilds.frozen_verdict(event.payload)
             run.progress(NAME, len(verdicts), len(verdicts))
         recorded[manifest_id] = (event.position, event.payload["content_hash"])
     training.check_frozen_hashes(f, recorded, fired)
-    for manifest_id, problem in verdicts:
+    for manifest_id, problem in verdicts.items():
         _judge(f, manifest_id, problem)
     _judge_rows(rebuilds, f, src.manifests.stored_rows(altered), run)
 

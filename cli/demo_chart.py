@@ -61,6 +61,7 @@ def chart(report: dict[str, Any], path: Path, reports: list[dict[str, Any]] | No
             ax.axvline(report["v2_after"] + 0.5, color="grey", linestyle=":", label="contract v2")
         ax.set_title(specialist)
         ax.set_xlabel("generation (0 = base model)")
+        ax.set_xticks(range(max((len(v[0]) for v in series(runs, specialist).values()), default=1)))
         ax.set_ylim(0, 1.02)
         ax.legend(fontsize=7, loc="lower right")
     spread = f", {len(runs)} seeds (mean, band min-max)" if len(runs) > 1 else ""

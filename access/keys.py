@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 KEY_PREFIX = "hcp"
 CACHE_MAX = 10_000  # keys held at once; the cache is cleared when full
+IDS_EVERY_S = 1.0  # the issued ids are read again on a miss at most this often
 
 
 class UnknownScope(Invalid):
@@ -95,6 +96,12 @@ class KeyInfo:
                     else v) for k, v in self.__dict__.items()}
 
 
+def key_id_of(key: str) -> str | None:
+    """The id part of ``hcp_<id>_<secret>`` (not secret: it names the key), or None."""
+    parts = key.split("_", 2)
+    return parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX and parts[1] else None
+
+
 class ApiKeys:
     """The keys of one database: issue, list, revoke, and check (the API asks on every request)."""
 
@@ -107,6 +114,8 @@ class ApiKeys:
         self._cache: dict[str, tuple[float, str, KeyInfo]] = {}  # id -> (fetched, digest, info)
         self._used_written: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._ids: tuple[float, frozenset[str]] | None = None  # (fetched, every key id issued)
+        self._ids_lock = threading.Lock()
 
     def create(self, scopes: list[str], label: str | None = None, tenant: str | None = None,
                expires_at: datetime | None = None, actor: str = "system") -> str:
@@ -133,6 +142,9 @@ class ApiKeys:
                     select(api_keys.c.key_id).where(api_keys.c.label == label)).first():
                 raise KeyConflict(f"the label '{label}' names another key; labels are unique")
             self._journal(conn, created, actor)
+        with self._ids_lock:
+            if self._ids is not None:  # known at once here; elsewhere on their next read
+                self._ids = (self._ids[0], self._ids[1] | {key_id})
         return f"{KEY_PREFIX}_{key_id}_{secret}"
 
     def all_keys(self) -> list[KeyInfo]:
@@ -198,6 +210,19 @@ class ApiKeys:
             return None
         self._note_use(key_id)
         return info.principal
+
+    def issued(self, key_id: str) -> bool:
+        """Whether a key with this id was ever issued (revoked and expired ones too). The
+        ids are read again on a miss at most once a second, however many ask, so a flood
+        of made-up ids costs the database one small query a second, and a key issued
+        elsewhere is known within that second."""
+        with self._ids_lock:
+            now = self._monotonic()
+            if self._ids is not None and (key_id in self._ids[1] or now - self._ids[0] < IDS_EVERY_S):
+                return key_id in self._ids[1]
+            with self.engine.connect() as conn:
+                self._ids = (now, frozenset(conn.execute(select(api_keys.c.key_id)).scalars()))
+            return key_id in self._ids[1]
 
     def authenticate_without_io(self, key: str) -> Principal | None:
         """The key's principal if that answer needs no database (its cache entry is fresh

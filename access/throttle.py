@@ -2,8 +2,12 @@
 
 Each failure takes a token from the bucket of the address it came from and of the key id
 it named; a bucket refills at ``per_second`` up to ``burst``. While any bucket a request
-would charge is empty, the request is refused (429) before its key is even looked up, so
-guessing secrets costs the guesser time, not the database.
+would charge is empty, a request naming a key id that was never issued is refused (429)
+before anything is looked up, so guessing costs the guesser time, not the database; one
+naming an issued key still has its secret checked (against the cached row), and passes
+when it is right: failures that others made naming the key's id, or from the same
+address, never lock its owner out (the API's gate, ``api/gate.py``). A wrong secret is
+429 then. Guessing a secret is hopeless anyway: keys carry 256 random bits.
 
 The address is the direct peer's (``scope["client"]``; X-Forwarded-For is not trusted),
 so clients behind one proxy share an allowance. The state lives in this process: with N

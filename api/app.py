@@ -31,6 +31,7 @@ def create_app(container: Container | None = None, *, served: bool = False) -> F
         if served:
             settle_garbage_collector()
             sys.setswitchinterval(SWITCH_INTERVAL_S)
+            app.state.container.warm_chat()  # /healthz is not ready until chat can answer
         yield
         if owned:
             app.state.container.close()

@@ -34,11 +34,12 @@ from events.ingest import ReferenceCheck
 from events.store import Appender, EventStore
 from hcp.bootstrap import Container
 from hcp.settings import Settings
+from inference.resolve import Resolver
+from integrations.downloads import DownloadDirs
 from trainer.registry.aliases import Aliases
 from trainer.registry.approvals import Approvals
 from trainer.registry.artifacts import ArtifactStore
 from trainer.registry.registry import Registry
-from trainer.registry.serving import Resolver
 from trainer.runs.store import Runs
 from trainer.triggers.firing import Triggers
 from trainer.triggers.sources import Policies
@@ -112,6 +113,7 @@ AliasesDep = Annotated[Aliases, _service("aliases")]
 ApprovalsDep = Annotated[Approvals, _service("approvals")]
 ResolverDep = Annotated[Resolver, _service("resolver")]
 ArtifactsDep = Annotated[ArtifactStore, _service("artifacts")]
+DownloadsDep = Annotated[DownloadDirs, _service("downloads")]
 LineageDep = Annotated[Lineage, _service("lineage")]
 UpstreamDep = Annotated[Upstream, _service("upstream")]
 DownstreamDep = Annotated[Downstream, _service("downstream")]

@@ -7,7 +7,9 @@ and anything unforeseen a JSON 500 rather than Starlette's plain text.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from api.jsonbody import BodyRejected
 from contract.document import ContractInvalid
@@ -71,9 +74,33 @@ async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
     )
 
 
-async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-    return JSONResponse(error_body("http_error", str(exc.detail)), exc.status_code,
-                        headers=getattr(exc, "headers", None))
+# The code of an error raised by status alone (a missing scope, an unknown route): the
+# names the domain's errors use for the same statuses, so that one status has one code.
+HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+              405: "method_not_allowed", 409: "conflict", 413: "too_large",
+              415: "unsupported_media_type", 422: "invalid_request", 429: "too_many_requests",
+              503: "unavailable"}
+
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    code = HTTP_CODES.get(exc.status_code, "http_error")
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        headers["Allow"] = allowed_methods(request)
+    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=headers or None)
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at the request's path: FastAPI makes one route per
+    method, and Starlette's own ``Allow`` names only the first route that matched. Asked
+    of the router itself, method by method (its nesting is FastAPI's business)."""
+    found = [method for method in METHODS if any(
+        route.matches({**request.scope, "method": method})[0] == Match.FULL
+        for route in request.app.router.routes)]
+    return ", ".join(found)
 
 
 async def _body(_: Request, exc: BodyRejected) -> JSONResponse:
@@ -144,14 +171,51 @@ async def _internal(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("internal_error", "internal server error"), 500)
 
 
+# The OpenAI-compatible routes answer errors as OpenAI does, so stock clients raise the
+# exception they expect (openai.BadRequestError for a 400): the status of an invalid
+# request is 400, not 422, and the body adds OpenAI's ``type`` and ``param`` to ours.
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                403: "permission_error", 404: "invalid_request_error", 409: "invalid_request_error",
+                413: "invalid_request_error", 429: "rate_limit_error"}
+
+
+def openai_path(path: str) -> bool:
+    return path == OPENAI_PATHS[0] or path == OPENAI_PATHS[1] or path.startswith(OPENAI_PATHS[1] + "/")
+
+
+def openai_shaped(response: JSONResponse) -> JSONResponse:
+    """``response`` (one of ours) in OpenAI's error shape and status."""
+    status = 400 if response.status_code == 422 else response.status_code
+    body = json.loads(bytes(response.body))
+    error = body.get("error", {})
+    error["type"] = OPENAI_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    error["param"] = error.get("field")
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length",
+                                                                             "content-type")}
+    return JSONResponse({"error": error}, status, headers=headers)
+
+
+Handler = Callable[[Request, Any], Awaitable[JSONResponse]]
+
+
+def _shaped_for(handler: Handler) -> Handler:
+    async def shaped(request: Request, exc: Any) -> JSONResponse:
+        response = await handler(request, exc)
+        return openai_shaped(response) if openai_path(request.url.path) else response
+
+    return shaped
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
-    app.add_exception_handler(BodyRejected, _body)  # type: ignore[arg-type]
-    app.add_exception_handler(sa.DBAPIError, _database)
-    app.add_exception_handler(sa.TimeoutError, _database)
-    app.add_exception_handler(Exception, _internal)
-    app.add_exception_handler(BatchRejected, _batch)  # type: ignore[arg-type]
-    app.add_exception_handler(ContractInvalid, _contract_invalid)
+    add = app.add_exception_handler
+    add(RequestValidationError, _shaped_for(_validation))
+    add(StarletteHTTPException, _shaped_for(_http))
+    add(BodyRejected, _shaped_for(_body))
+    add(sa.DBAPIError, _shaped_for(_database))
+    add(sa.TimeoutError, _shaped_for(_database))
+    add(Exception, _shaped_for(_internal))
+    add(BatchRejected, _shaped_for(_batch))
+    add(ContractInvalid, _shaped_for(_contract_invalid))
     for family in STATUS_OF:
-        app.add_exception_handler(family, _domain)
+        add(family, _shaped_for(_domain))

@@ -3,9 +3,9 @@
 FastAPI reads and parses a body before it solves any dependency, so a key checked by a
 dependency is checked after an anonymous client has had its body read and parsed. Here,
 for ``/v1`` routes and ``/metrics``: a client whose failed authentications exhausted its
-allowance gets 429 (``access.throttle``), a request without a known key 401, and only
-then is the body let through, capped at ``max_body_bytes`` (413, without reading past
-the cap). The scope check (403) stays with each route's ``require`` dependency, which
+allowance gets 429 (``access.throttle``) unless its key is right, a request without a
+known key 401, and only then is the body let through, capped at ``max_body_bytes`` (413,
+without reading past the cap). The scope check (403) stays with each route's ``require`` dependency, which
 sees the principal this gate found in ``request.state.principal``.
 """
 
@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from access.keys import KEY_PREFIX
+from access.keys import key_id_of
 from access.throttle import FailureThrottle
 from api.errors import database_unavailable, error_body, unavailable_response
 from api.jsonbody import BodyRejected
@@ -61,16 +61,20 @@ class RequestGate:
         throttle = self._throttle_for(container.settings)
         secret = _bearer(scope)
         charged = [f"address:{_address(scope)}"]
-        if secret is not None and (key_id := _key_id(secret)):
+        key_id = key_id_of(secret) if secret is not None else None
+        if key_id:
             charged.append(f"key:{key_id[:KEY_ID_MAX]}")
         wait = throttle.retry_after(charged)
-        if wait:
-            return JSONResponse(error_body("too_many_failed_authentications",
-                                           f"too many failed authentications; retry in {wait} s"),
-                                429, headers={"Retry-After": str(wait)})
-        if secret is None:
-            return _unauthorized("missing API key: send Authorization: Bearer <key>")
         try:
+            # A spent allowance never refuses a secret that is right (the failures may be
+            # someone else's, naming this key's id or sharing this address): past it, only
+            # an issued key's secret is still checked, which costs no database but a cached
+            # row; made-up ids are refused unread, as guessing must not cost the database.
+            if wait and not (secret is not None and key_id
+                             and await run_in_threadpool(container.keys.issued, key_id)):
+                return _throttled(wait)
+            if secret is None:
+                return _unauthorized("missing API key: send Authorization: Bearer <key>")
             # Most requests carry a key the process has just seen: no thread hand-off then.
             principal = container.keys.authenticate_without_io(secret) or await run_in_threadpool(
                 container.keys.authenticate, secret)
@@ -80,7 +84,7 @@ class RequestGate:
             raise
         if principal is None:
             throttle.failed(charged)
-            return _unauthorized("unknown or malformed API key")
+            return _throttled(wait) if wait else _unauthorized("unknown or malformed API key")
         scope.setdefault("state", {})["principal"] = principal
         return None
 
@@ -135,11 +139,6 @@ def _bearer(scope: Scope) -> str | None:
     return credentials
 
 
-def _key_id(secret: str) -> str | None:
-    parts = secret.split("_", 2)
-    return parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX and parts[1] else None
-
-
 def _address(scope: Scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
@@ -149,6 +148,12 @@ def _content_length(scope: Scope) -> int | None:
     value = _header(scope, b"content-length")
     value = (value or "").strip()
     return int(value) if value.isascii() and value.isdigit() else None
+
+
+def _throttled(wait: int) -> JSONResponse:
+    return JSONResponse(error_body("too_many_failed_authentications",
+                                   f"too many failed authentications; retry in {wait} s"),
+                        429, headers={"Retry-After": str(wait)})
 
 
 def _unauthorized(message: str) -> JSONResponse:

@@ -8,6 +8,10 @@ read; these decide which fields of it are shown whole.
   only to an operator key with ``events:read``.
 - The gate record names held-out subjects and holds the answers generated for them (every
   tenant's experience): registry readers see its summary (``trainer.gate.record``).
+- Places on the server's disk (a base model's directory, an artifact's ``file:`` URI, the
+  config's ``_name_or_path``) and a failed run's error (a trainer's traceback) are the
+  operators': a tenant's key reads null there (the same rule as webhook bodies,
+  ``integrations/webhooks/views.py``).
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from access.principal import Principal
 from contract.error_text import without_event_text
 from evaluators.model import RewardRecord
 from evaluators.reevaluation_model import Job
+from inference.resolve import Resolved
 from trainer.gate.record import with_gate_summary
-from trainer.registry.model import AdapterVersion
+from trainer.registry.model import AdapterVersion, BaseModelEntry
+from trainer.runs.model import TrainingRun
 
 
 def reads_event_text(principal: Principal) -> bool:
@@ -45,6 +51,34 @@ def job_json(job: Job, principal: Principal) -> dict[str, Any]:
     return (job if reads_every_tenants_events(principal) else job.without_event_text()).to_json()
 
 
-def adapter_json(adapter: AdapterVersion) -> dict[str, Any]:
+def adapter_json(adapter: AdapterVersion, principal: Principal) -> dict[str, Any]:
     """An adapter version with its gate record summarised (its cases: ``gate_cases``)."""
-    return with_gate_summary(adapter.to_json())
+    body = with_gate_summary(adapter.to_json())
+    return body if principal.operator else {**body, "artifact_uri": None}
+
+
+def base_model_json(base: BaseModelEntry, principal: Principal) -> dict[str, Any]:
+    body = base.to_json()
+    if principal.operator:
+        return body
+    config = {k: v for k, v in body["config"].items() if k != "_name_or_path"}
+    return {**body, "path": None, "config": config}
+
+
+def resolved_json(resolved: Resolved, principal: Principal) -> dict[str, Any]:
+    body = resolved.to_json()
+    if principal.operator:
+        return body
+    return {**body, "artifact_uri": None, "base_model": {**body["base_model"], "path": None}}
+
+
+def lineage_link_json(link: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    if principal.operator:
+        return link
+    return {**link, "artifact": {**link["artifact"], "uri": None}}
+
+
+def run_json(run: TrainingRun, principal: Principal) -> dict[str, Any]:
+    """A training run; its error (a trainer's exception: paths, hosts) to operators only."""
+    body = run.to_json()
+    return body if principal.operator or body.get("error") is None else {**body, "error": None}

@@ -18,17 +18,21 @@ from audit.ancestry import audit_adapter
 from audit.checks import approvals, contracts, heldout, log, registry, rewards, training
 from audit.checks.approvals import APPROVAL_TYPES
 from audit.checks.contracts import CONTRACT_TYPES, SERVING_TYPE
+from audit.checks.since import Base
+from audit.incremental import audit_since
 from audit.keys import VerifierKey
 from audit.manifests import audit_manifests, check_training_examples
 from audit.merkle import chain_leaf
 from audit.report import AuditReport, Findings
 from audit.sources import AuditSources, Progress, Run, check_projections, rehash_artifacts
-from audit.tree import CompactRange, MerkleTree
-from audit.verify import check_log
+from audit.tree import MerkleTree
+from audit.verify import Roots
 from evaluators.chain import SEAL_STREAM, SEAL_TYPE
 from evaluators.model import RewardRecord
 from evaluators.rewards import RewardQuery
 from events.chain import verify_chain
+from events.projections.window import Window
+from kernel.errors import Invalid
 
 PAGE = 5000
 
@@ -42,12 +46,27 @@ class Auditor:
         """One adapter version and its whole ancestry (see ``audit.ancestry``)."""
         return audit_adapter(self.src, adapter_id, verifier or self.src.verifier, on_progress)
 
+    def since(self, base: Base, window: Window, verifier: VerifierKey | None = None,
+              on_progress: Progress | None = None) -> AuditReport:
+        """What ``base`` (a signed checkpoint) does not vouch for yet, and a seeded sample of
+        what it does (``audit.incremental``).
+
+        Raises:
+            Invalid: no verifier key (the audit starts from the checkpoint's signature).
+        """
+        verifier = verifier or self.src.verifier
+        if verifier is None:
+            raise Invalid("an audit since a checkpoint starts from its signature: give the log's "
+                          "verifier key (--key) or set HCP_CHECKPOINT_KEY_FILE")
+        return audit_since(self.src, base, verifier, window, on_progress)
+
     def everything(self, verifier: VerifierKey | None = None,
                    on_progress: Progress | None = None) -> AuditReport:
         """Every projected table replayed from the log, the log's agreement with itself, the
         chained records, the artifacts, and the whole log against every checkpoint (its
         signatures with ``verifier``, by default the server's own key when it has one)."""
         src, run = self.src, Run("all", on_progress)
+        run.report.coverage = {"kind": "full", "events": src.store.head()}
         verifier = verifier or src.verifier
         of = src.store.of_types
         projected = check_projections(src, run)
@@ -57,7 +76,8 @@ class Auditor:
         run.check("serving_chain", "contract.serving_moved events", "the move before each", lambda f:
                   contracts.check_serving_chain(f, of([SERVING_TYPE])))
         logged = contracts.logged_hashes(contract_events)
-        run.check("reward_records", "reward_records", "the reward chain and its reward.sealed events",
+        run.check("reward_records", "reward_records", "the reward chain and its reward.sealed events; "
+                  "judged rewards' verdicts against their judge.verdict events",
                   lambda f: self._reward_chain(f, logged, run))
         specialist_steps = of([*APPROVAL_TYPES, registry.MOVED])
         run.check("alias_chain", "alias.moved events", "the move before each", lambda f:
@@ -89,6 +109,7 @@ class Auditor:
             after = 0
             while page := self.src.rewards.find(RewardQuery(after=after, limit=PAGE)):
                 rewards.check_contract_hashes(f, page, logged)
+                rewards.check_judgements(f, page, self.src.store.get_many)
                 yield from page
                 after = page[-1].position or after
                 run.progress("reward_records", after, head)
@@ -99,43 +120,33 @@ class Auditor:
         rewards.check_seals(f, seals, at)
 
     def _log(self, f: Findings, verifier: VerifierKey | None, run: Run) -> None:
+        """The whole chain re-hashed and the Merkle roots recomputed in one pass over the log:
+        the roots at every stored checkpoint's size and at the stored tree's."""
         store, head = self.src.store, self.src.store.head()
         stored = self.src.checkpoints.all()
         log.check_checkpoints(f, stored, verifier, None)  # truncation: judge_log below
+        tree = MerkleTree(self.src.nodes())
+        size = tree.size()
+        roots = Roots({size, *(c.checkpoint.size for c in stored)})
 
         def events() -> Iterator[Any]:
             for event in store.iter_all(raw=True, page=PAGE):
-                run.progress("event_log", event.position, 2 * head)
+                roots.add(_well_formed(event.hash))
+                run.progress("event_log", event.position, head)
                 yield event
 
-        report = verify_chain(events())
+        passing = events()
+        report = verify_chain(passing)
+        for _ in passing:  # past a break, the rest of the log still gives the roots
+            pass
         f.checked += report.checked
         if report.first_break is not None:
             f.add(f"event {report.first_break.position}", report.first_break.reason)
-        tree = MerkleTree(self.src.nodes())
-        roots: dict[int, bytes] = {}
-        verdicts = check_log(self._hashes(head, {tree.size()}, roots, run), [c.checkpoint for c in stored])
-        log.judge_log(f, verdicts, [c.position for c in stored])
-        size = tree.size()
+        log.judge_log(f, roots.judge([c.checkpoint for c in stored]), [c.position for c in stored])
         if size > head:
             f.add("merkle tree", f"the tree has {size} leaves but the log only {head} events")
-        elif roots.get(size) != tree.root(size):
+        elif roots.root(size) != tree.root(size):
             f.add("merkle tree", f"the stored tree's root at size {size} is not the one the events give")
-
-    def _hashes(self, head: int, sizes: set[int], roots: dict[int, bytes], run: Run) -> Iterator[str]:
-        """The chain hashes in position order, noting the recomputed root at each of ``sizes``."""
-        compact, after = CompactRange(), 0
-        if 0 in sizes:
-            roots[0] = compact.root()
-        while links := self.src.store.chain_links(after, PAGE):
-            for link in links:
-                chain_hash = _well_formed(link.hash)
-                yield chain_hash
-                compact.append(chain_leaf(chain_hash))
-                if compact.size in sizes:
-                    roots[compact.size] = compact.root()
-            after = links[-1].position
-            run.progress("event_log", head + after, 2 * head)
 
 
 def _well_formed(chain_hash: str) -> str:

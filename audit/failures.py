@@ -6,11 +6,13 @@ from __future__ import annotations
 import logging
 
 from audit.auditor import Auditor
+from audit.checks.since import Base
 from audit.events import AUDIT_FAILURES_STREAM, AuditFailed
 from audit.keys import VerifierKey
 from audit.report import AuditReport
 from audit.sources import Progress
 from events.model import EventMetadata
+from events.projections.window import Window
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,10 @@ class RecordingAuditor(Auditor):
     def everything(self, verifier: VerifierKey | None = None,
                    on_progress: Progress | None = None) -> AuditReport:
         return self._recorded(super().everything(verifier, on_progress))
+
+    def since(self, base: Base, window: Window, verifier: VerifierKey | None = None,
+              on_progress: Progress | None = None) -> AuditReport:
+        return self._recorded(super().since(base, window, verifier, on_progress))
 
     def _recorded(self, report: AuditReport) -> AuditReport:
         if report.ok:

@@ -63,6 +63,31 @@ def audit_manifests(src: AuditSources, f: Findings, fired: Iterable[RecordedEven
     _judge_rows(rebuilds, f, src.manifests.stored_rows(altered), run)
 
 
+def rebuild_frozen(src: AuditSources, f: Findings, frozen: list[RecordedEvent],
+                   fired: Iterable[RecordedEvent], projected: TableCheck | None, run: Run) -> None:
+    """``audit_manifests`` of some manifests only (an incremental audit's): those the
+    ``frozen`` events made, each judged from its event when ``projected`` (their rows'
+    check) found its row unaltered, else from its row as stored; and each of ``fired``
+    against the hash its manifest's event recorded, or its stored row's."""
+    wrong = set() if projected is None else {d.key[0] for d in projected.differences if d.key}
+    rebuilds = ManifestRebuilds(src.rewards, src.store)
+    recorded = training.frozen_hashes(frozen)
+    verdicts: dict[str, str | None] = {}
+    for event in sorted(frozen, key=lambda e: e.position):
+        manifest_id = event.payload["manifest_id"]
+        if manifest_id not in verdicts and manifest_id not in wrong:
+            verdicts[manifest_id] = rebuilds.frozen_verdict(event.payload)
+            run.progress(NAME, len(verdicts), len(frozen))
+    fired = list(fired)
+    others = {e.payload["manifest_id"] for e in fired} - set(recorded)
+    for row in src.manifests.stored_rows(others):  # older manifests a new firing reused
+        recorded[row["manifest_id"]] = (0, row["content_hash"])
+    training.check_frozen_hashes(f, recorded, fired)
+    for manifest_id, problem in verdicts.items():
+        _judge(f, manifest_id, problem)
+    _judge_rows(rebuilds, f, src.manifests.stored_rows(wrong & set(recorded)), run)
+
+
 def _judge_rows(rebuilds: ManifestRebuilds, f: Findings, rows: Iterable[dict[str, Any]], run: Run) -> None:
     for row in rows:
         _judge(f, row["manifest_id"], rebuilds.verdict(row))

@@ -1,8 +1,9 @@
 """Proofs served to auditors: an event's inclusion in a signed checkpoint, and the
 consistency of two checkpoints (RFC 9162 shapes, as ``audit.verify`` checks them offline).
 
-An inclusion proof is three primary-key reads on one connection: the event's position
-and hash, the checkpoint, and the proof's O(log n) nodes in one query.
+An inclusion proof is two round trips on one connection: the event's position and hash,
+then the proof's O(log n) nodes (those of the tree's upper levels kept in memory) with the
+latest checkpoint's position (``audit.proof_reads``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection, Engine
 
 from audit.checkpoint_store import CheckpointStore, StoredCheckpoint
-from audit.merkle import inclusion_ranges
+from audit.merkle import fold, inclusion_ranges, range_nodes
+from audit.proof_reads import UpperLevels
 from audit.sql_nodestore import SqlNodeStore
-from audit.tree import MerkleTree, range_hashes
+from audit.tree import MerkleTree
 from audit.verify import ConsistencyBundle, InclusionBundle
 from events.store import EventStore
 from kernel.db import is_postgres
@@ -43,6 +45,8 @@ class InclusionAnswer:
 class Proofs:
     def __init__(self, engine: Engine, store: EventStore, checkpoints: CheckpointStore) -> None:
         self.engine, self.store, self.checkpoints = engine, store, checkpoints
+        self._upper = UpperLevels()
+        self._latest: StoredCheckpoint | None = None  # the latest checkpoint this process has seen
 
     def inclusion(self, event_id: uuid.UUID, checkpoint: int | None = None) -> InclusionAnswer:
         """The audit path of the event in ``checkpoint`` (default: the latest one).
@@ -55,16 +59,31 @@ class Proofs:
             event = self.store.chain_link(event_id, conn)
             if event is None:
                 raise EventNotFound(f"no event {event_id}")
-            cp = self._checkpoint(checkpoint, conn)
-            size = cp.checkpoint.size
-            if size < event.position:
+            cp = self._checkpoint(checkpoint, conn) if checkpoint is not None else self._seen(conn)
+            proof, latest = self._path(conn, event.position, cp)
+            if checkpoint is None and latest != cp.position:  # signed since: prove in that one
+                cp = self._seen(conn, refresh=True)
+                proof, _ = self._path(conn, event.position, cp)
+            if cp.checkpoint.size < event.position:
                 raise NotYetCovered(f"event {event_id} is at position {event.position}, after checkpoint "
-                                    f"{cp.position} (size {size}): sign a newer checkpoint")
-            # The tree reached ``size`` before it was signed: no need to ask its size again.
-            ranges = inclusion_ranges(event.position - 1, size)
-            proof = range_hashes(SqlNodeStore(self.engine, conn), ranges)
+                                    f"{cp.position} (size {cp.checkpoint.size}): sign a newer checkpoint")
         bundle = InclusionBundle(event.hash, event.position - 1, cp.note, tuple(proof))
         return InclusionAnswer(str(event_id), event.position, cp.position, bundle)
+
+    def _path(self, conn: Connection, position: int, cp: StoredCheckpoint) -> tuple[list[bytes], int]:
+        """The audit path of ``position`` in ``cp``'s tree (which reached its size before it
+        was signed: no need to ask the tree's size), and the latest checkpoint's position."""
+        size = cp.checkpoint.size
+        if size < position:
+            return [], -1  # not covered by what this process saw: look again before refusing
+        plans = [range_nodes(a, b) for a, b in inclusion_ranges(position - 1, size)]
+        found, latest = self._upper.read(conn, {node for plan in plans for node in plan})
+        return [fold([found[node] for node in plan]) for plan in plans], latest
+
+    def _seen(self, conn: Connection, refresh: bool = False) -> StoredCheckpoint:
+        if self._latest is None or refresh:
+            self._latest = self._checkpoint(None, conn)
+        return self._latest
 
     def consistency(self, old: int, new: int | None = None) -> ConsistencyBundle:
         """That checkpoint ``old``'s tree is a prefix of checkpoint ``new``'s (default latest)."""

@@ -78,10 +78,13 @@ class Findings:
 
 @dataclass
 class AuditReport:
-    scope: str  # "all" or "adapter coding@7"
+    scope: str  # "all", "all since checkpoint 7 (size 1000)" or "adapter coding@7"
     checks: list[Findings]
     started_at: datetime
     finished_at: datetime | None = None
+    # Which kind of audit ran and what it covered: {"kind": "full"}, or for an incremental
+    # one the checkpoint, the positions re-hashed, the sample's size and seed.
+    coverage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -94,7 +97,8 @@ class AuditReport:
     def to_json(self) -> dict[str, Any]:
         return {"scope": self.scope, "ok": self.ok, "started_at": self.started_at.isoformat(),
                 "finished_at": self.finished_at.isoformat() if self.finished_at else None,
-                "mismatch_count": len(self.mismatches), "checks": [c.to_json() for c in self.checks]}
+                "mismatch_count": len(self.mismatches), "checks": [c.to_json() for c in self.checks],
+                **({"coverage": self.coverage} if self.coverage else {})}
 
 
 def same(stored: Any, logged: Any) -> bool:

@@ -25,10 +25,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from audit.auditor import Auditor
+from audit.checks.since import Base
 from audit.keys import VerifierKey
 from audit.report import AuditReport
 from audit.sources import Progress
 from events.model import EventMetadata, RecordedEvent
+from events.projections.window import Window
 from events.server_events import Logged, ServerEvent, logged
 from events.store import EventStore
 from kernel.errors import NotFound
@@ -121,6 +123,13 @@ class AuditRuns:
                    on_progress: Progress | None = None) -> tuple[AuditReport, AuditRun | None]:
         """``audit all``, stored."""
         report = self._auditor().everything(verifier, on_progress)
+        return report, self.record(report, actor, started_from)
+
+    def since(self, base: Base, window: Window, actor: str, started_from: StartedFrom,
+              verifier: VerifierKey | None = None,
+              on_progress: Progress | None = None) -> tuple[AuditReport, AuditRun | None]:
+        """``audit all --since-checkpoint``, stored."""
+        report = self._auditor().since(base, window, verifier, on_progress)
         return report, self.record(report, actor, started_from)
 
     def adapter(self, adapter_id: str, actor: str, started_from: StartedFrom,

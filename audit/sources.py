@@ -106,11 +106,12 @@ def check_projections(src: AuditSources, run: Run,
     report = src.rebuilder.check(tables, on_table=lambda c: run.progress(c.table, 1, 1), scope=scope)
     per_table = (time.perf_counter() - started) / max(len(report.checks), 1)
     for check in report.checks:
-        run.add(_findings(src.rebuilder, check, per_table))
+        run.add(findings_of(src.rebuilder, check, per_table))
     return {check.table: check for check in report.checks}
 
 
-def _findings(rebuilder: Rebuilder, check: TableCheck, seconds: float) -> Findings:
+def findings_of(rebuilder: Rebuilder, check: TableCheck, seconds: float) -> Findings:
+    """One projected table's check as one of the audit's findings."""
     types = sorted({cls.TYPE for p in rebuilder.projections if p.name == check.table for cls in p.events})
     found = Findings(check.table, check.table, f"replayed from {', '.join(types)}", checked=check.rows,
                      seconds=seconds)

@@ -114,14 +114,36 @@ def check_log(chain_hashes: Iterable[str], kept: Sequence[Checkpoint]) -> list[L
     ``chain_hashes`` are the events' hashes in position order from position 1. The
     checkpoints' signatures must already be verified (``load_checkpoints``).
     """
-    wanted = {c.size for c in kept}
-    compact = CompactRange()
-    seen = {0: (compact.root(), "")} if 0 in wanted else {}  # (root, chain head) by size
+    roots = Roots({c.size for c in kept})
     for chain_hash in chain_hashes:
-        compact.append(chain_leaf(chain_hash))
-        if compact.size in wanted:
-            seen[compact.size] = (compact.root(), chain_hash)
-    return [_judge(c, compact.size, seen.get(c.size)) for c in kept]
+        roots.add(chain_hash)
+    return roots.judge(kept)
+
+
+class Roots:
+    """The Merkle root (and chain head) of a log at each of ``sizes``, its chain hashes
+    added one at a time in position order: one pass, O(log n) memory."""
+
+    def __init__(self, sizes: Iterable[int]) -> None:
+        self.wanted, self.compact = set(sizes), CompactRange()
+        self.seen: dict[int, tuple[bytes, str]] = {0: (self.compact.root(), "")} if 0 in self.wanted else {}
+
+    @property
+    def size(self) -> int:
+        return self.compact.size
+
+    def add(self, chain_hash: str) -> None:
+        self.compact.append(chain_leaf(chain_hash))
+        if self.compact.size in self.wanted:
+            self.seen[self.compact.size] = (self.compact.root(), chain_hash)
+
+    def root(self, size: int) -> bytes | None:
+        found = self.seen.get(size)
+        return found[0] if found else None
+
+    def judge(self, kept: Sequence[Checkpoint]) -> list[LogCheck]:
+        """Each kept checkpoint against the log as added so far."""
+        return [_judge(c, self.compact.size, self.seen.get(c.size)) for c in kept]
 
 
 def _judge(kept: Checkpoint, log_size: int, state: tuple[bytes, str] | None) -> LogCheck:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -41,9 +42,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from db_cpu import DatabaseCpu
+from load import load_average
 from scratch import fresh_database  # bench/scratch.py, beside this script
 from sqlalchemy import Column, MetaData, Table
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
 from evaluators import evaluator as worker_module
 from evaluators.evaluator import DEFAULT_BATCH, Totals
@@ -143,21 +146,28 @@ def run_once(args: argparse.Namespace, scoring: Stopwatch, processes: int) -> tu
         events = container.store.head()
         print(f"log:          {events:,} events")
 
-        if processes == 1:
-            totals, seconds, engine_seconds = drain_here(container, args.batch, scoring)
-        else:
-            engine.dispose()  # (the processes are forked: none may share a connection)
-            totals, seconds, engine_seconds = drain_in_processes(url, args.batch, processes)
+        with Cpu(url) as evaluator_cpu:
+            if processes == 1:
+                totals, seconds, engine_seconds = drain_here(container, args.batch, scoring)
+            else:
+                engine.dispose()  # (the processes are forked: none may share a connection)
+                totals, seconds, engine_seconds = drain_in_processes(url, args.batch, processes)
         rate = totals.rewards / seconds
         print(f"evaluator, {_processes(processes)}: {totals.rewards:,} rewards from "
               f"{totals.events:,} events in {seconds:.2f} s = {rate:,.0f} rewards/s, "
               f"{totals.events / seconds:,.0f} events/s ({engine_seconds / seconds / processes:.0%} "
               f"of it in the contract engine: inputs and CEL)")
 
-        ceiling = ceiling_rate(container, rewards, totals.rewards, url, processes, args.batch)
+        with Cpu(url) as ceiling_cpu:
+            ceiling = ceiling_rate(container, rewards, totals.rewards, url, processes, args.batch)
         print(f"ceiling, {_processes(processes)}: read {events:,} events + bulk-insert "
               f"{totals.rewards:,} reward rows into a bare table: {ceiling:,.0f} rows/s")
         print(f"ratio:        {rate / ceiling:.3f}")
+        per = 1000 / totals.rewards
+        print(f"CPU per 1k rewards: evaluator {evaluator_cpu.python * per:.3f} s + PostgreSQL "
+              f"{evaluator_cpu.database * per:.3f} s; ceiling {ceiling_cpu.python * per:.3f} s + PostgreSQL "
+              f"{ceiling_cpu.database * per:.3f} s (Python: this process and its children, their start "
+              f"included; {load_average()})", flush=True)
         publish(container, 2)
         if processes == 1:  # as `hcp contract reevaluate` runs it
             started = time.perf_counter()
@@ -295,6 +305,36 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=DEFAULT_BATCH,
                         help="Most events per evaluator poll (default: the product's)")
     return parser.parse_args()
+
+
+class Cpu:
+    """CPU seconds over a phase: this process and the children it joined (``python``), and
+    PostgreSQL's backends for the bench's database (``database``; 0 on SQLite)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.python = self.database = 0.0
+
+    def __enter__(self) -> Cpu:
+        self._before = _python_cpu()
+        self._admin = make_engine(self.url) if self.url.startswith("postgresql") else None
+        name = make_url(self.url).database or ""
+        self._db = None if self._admin is None else DatabaseCpu(self._admin, name)
+        if self._db is not None:
+            self._db.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.python = _python_cpu() - self._before
+        if self._db is not None and self._admin is not None:
+            self._db.__exit__(*exc)
+            self.database = self._db.seconds
+            self._admin.dispose()
+
+
+def _python_cpu() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 @contextmanager

@@ -6,8 +6,9 @@ over a log of 1M events, 100k rewards and 2,040 adapter versions in chains 51 lo
 
 Needs PostgreSQL (scripts/services.sh up; HCP_TEST_POSTGRES_URL or --admin-url). The data
 (bench/lineage_build.py) takes minutes to build; ``--reuse`` keeps the database
-``hcp_bench_lineage`` and its artifacts (under /tmp/hcp-bench-lineage) for the next run
-and builds only what is missing; without it a scratch database is dropped at the end.
+``hcp_bench_lineage`` and its artifacts (under ~/.cache/hcp-bench-world: the world of
+bench/world.py) for the next run and builds only what is missing; without it a scratch
+database is dropped at the end.
 
 Each figure is p50 / p95 over ``--samples`` calls of the service the API and CLI use,
 beside a ceiling measured in the same run (a primary-key lookup of the row the query
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from lineage_build import Shape, adapter_of, build, built  # bench/, beside this script
+from lineage_build import WORLD_DB, WORLD_DIR, Shape, adapter_of, build, built  # bench/, beside this script
 from scratch import named_database
 from sqlalchemy import text
 
@@ -51,12 +52,10 @@ def main() -> None:
     shape = Shape(args.events, args.rewards, args.chains, args.length)
     data_dir = Path(args.data_dir if args.reuse else tempfile.mkdtemp(prefix="hcp-bench-lineage-"))
     name = args.db_name if args.reuse else f"hcp_bench_{uuid.uuid4().hex[:8]}"
-    with named_database(args.admin_url, name, keep=args.reuse) as (url, existed):
+    with named_database(args.admin_url, name, keep=args.reuse) as (url, _):
         parts = container(url, data_dir)
         try:
-            if existed and not built(parts, shape):
-                raise SystemExit(f"{name} holds other or partial data: drop it and run again")
-            if not existed or not built(parts, shape):
+            if not built(parts, shape):  # resumes a partial build (bench/world.py builds in pieces)
                 print(f"building {shape} (once; --reuse keeps it) …", flush=True)
                 build(parts, shape, data_dir, lambda line: print(f"  {line}", flush=True))
             run(parts, shape, args.samples, random.Random(args.seed))
@@ -223,8 +222,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=200)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--reuse", action="store_true", help="keep the database and artifacts for the next run")
-    p.add_argument("--db-name", default="hcp_bench_lineage", help="the database --reuse keeps")
-    p.add_argument("--data-dir", default="/tmp/hcp-bench-lineage",
+    p.add_argument("--db-name", default=WORLD_DB, help="the database --reuse keeps")
+    p.add_argument("--data-dir", default=str(WORLD_DIR),
                    help="with --reuse: where the artifacts and the base model are kept")
     p.add_argument("--admin-url", default=os.environ.get("HCP_TEST_POSTGRES_URL", ""))
     args = p.parse_args()

@@ -13,11 +13,18 @@ finished in the transaction that registers its version.
   its own slice of the reward positions (like ``dataset = "since_parent"``);
 * C chains of L generations each, spread over the four specialists; every fifth
   generation of a chain is moved to its specialist's ``production`` alias.
+
+The build is resumable: each batch of sessions (events and their rewards) and each
+registration (with its alias move) commits in one transaction, so a build stopped at any
+point (``deadline``, a crash, the machine wanted back) leaves a prefix of the whole, and
+the next ``build`` finds where it stopped (``progress``) and goes on from there.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import tempfile
 import time
 import uuid
@@ -36,6 +43,7 @@ from events.projections.sql import project_in, set_working_in
 from hcp.bootstrap import Container
 from kernel.clock import utcnow
 from trainer.journal import append, lock_registry, run_stream, specialist_stream, write
+from trainer.registry.aliases import move_in
 from trainer.registry.in_transaction import register_in
 from trainer.registry.model import NewAdapter
 from trainer.runs.events import TrainingStarted
@@ -45,10 +53,27 @@ from trainer.triggers.events import TriggerFired
 from trainer.triggers.projections import TRIGGER_PROJECTIONS
 
 SPECIALISTS = ("chat", "agent", "coding", "genui")
+WORLD_DB = "hcp_bench_lineage"  # the 1M-event world the scale benches share (bench/world.py)
+WORLD_DIR = Path.home() / ".cache" / "hcp-bench-world"  # its artifacts and key: outside any checkout
 EVENTS_PER_SESSION = 10
 VERSIONS = 5
 WORKER = "bench-worker"
 CONTRACT = Path(__file__).resolve().parents[1] / "examples" / "contracts" / "default.toml"
+
+
+def world_arguments(p: argparse.ArgumentParser) -> None:
+    """The options every bench on the shared world takes: where the world is kept."""
+    p.add_argument("--db-name", default=WORLD_DB)
+    p.add_argument("--data-dir", type=Path, default=WORLD_DIR)
+    p.add_argument("--admin-url", default=os.environ.get("HCP_TEST_POSTGRES_URL", ""))
+
+
+def parse_world_args(p: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse, refusing to go on without a PostgreSQL to build or read the world in."""
+    args = p.parse_args()
+    if not args.admin_url:
+        p.error("no PostgreSQL: set HCP_TEST_POSTGRES_URL (scripts/services.sh env) or --admin-url")
+    return args
 
 
 @dataclass(frozen=True)
@@ -82,55 +107,119 @@ def adapter_of(shape: Shape, chain: int, generation: int) -> str:
     return f"{chain_specialist(chain)}@{generation * len(same) + same.index(chain) + 1}"
 
 
-def build(parts: Container, shape: Shape, data_dir: Path, say: Callable[[str], None]) -> None:
+@dataclass(frozen=True)
+class Progress:
+    sessions: int  # written with their rewards
+    adapters: int  # registered (with their alias moves)
+
+    def complete(self, shape: Shape) -> bool:
+        return self.sessions >= shape.sessions and self.adapters >= shape.adapters
+
+
+def build(parts: Container, shape: Shape, data_dir: Path, say: Callable[[str], None],
+          deadline: float | None = None) -> bool:
+    """Build what is missing of ``shape``; stop at ``deadline`` (``time.monotonic()``) after
+    the transaction in flight. True when the whole shape is built."""
     started = time.perf_counter()
     hashes = _contracts(parts)
-    _log_and_rewards(parts, shape, hashes, say)
-    say(f"log and rewards built in {time.perf_counter() - started:.0f} s")
+    done = progress(parts, shape)
+    if done.sessions < shape.sessions:
+        say(f"log: {done.sessions:,} of {shape.sessions:,} sessions written; going on")
+        if not _log_and_rewards(parts, shape, hashes, say, done.sessions, deadline):
+            return False
+        say(f"log and rewards built in {time.perf_counter() - started:.0f} s")
     base = _base_model(parts, data_dir)
-    for generation in range(shape.length):
-        for chain in range(shape.chains):
-            _register(parts, shape, chain, generation, base)
-        say(f"generation {generation + 1}/{shape.length} registered")
+    if done.adapters < shape.adapters:
+        say(f"registry: {done.adapters:,} of {shape.adapters:,} versions registered; going on")
+    for block in range(done.adapters, shape.adapters):
+        generation, chain = divmod(block, shape.chains)
+        register(parts, shape, chain, generation, base)
+        if chain == shape.chains - 1:
+            say(f"generation {generation + 1}/{shape.length} registered "
+                f"({time.perf_counter() - started:.0f} s)")
+        if _past(deadline) and block + 1 < shape.adapters:
+            say(f"stopped at the deadline: {block + 1:,} of {shape.adapters:,} versions registered")
+            return False
     say(f"built in {time.perf_counter() - started:.0f} s")
+    return True
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def progress(parts: Container, shape: Shape) -> Progress:
+    """How much of ``shape`` the database holds: whole batches of sessions (each batch is
+    one transaction, so the first batch whose first stream is missing is where the log
+    stopped) and registered versions (one transaction each, in block order)."""
+    from trainer.registry.tables import adapter_versions
+
+    batches = range(0, shape.sessions, SESSIONS_PER_BATCH)
+    lo, hi = 0, len(batches)  # the first batch not written, by bisection
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if parts.store.read_stream(_stream(batches[mid]), limit=1):
+            lo = mid + 1
+        else:
+            hi = mid
+    sessions = min(lo * SESSIONS_PER_BATCH, shape.sessions)
+    with parts.engine.connect() as conn:
+        adapters = len(conn.execute(select(adapter_versions.c.adapter_id)).all())
+    return Progress(sessions, adapters)
 
 
 def _contracts(parts: Container) -> dict[int, str]:
+    """The five published versions of ``default`` (those a resumed build finds are kept)."""
     document = CONTRACT.read_text()
+    versions = {v.version: v for v in parts.contracts.versions("default")}
     for version in range(1, VERSIONS + 1):
-        parts.contracts.create_draft("default", document, "bench")
-        parts.contracts.publish("default", version, "bench")
+        if version not in versions:
+            parts.contracts.create_draft("default", document, "bench")
+        if version not in versions or versions[version].status == "draft":
+            parts.contracts.publish("default", version, "bench")
     return {v: parts.contracts.get("default", v).content_hash for v in range(1, VERSIONS + 1)}
 
 
+SESSIONS_PER_BATCH = 2000
+
+
 def _log_and_rewards(parts: Container, shape: Shape, hashes: dict[int, str],
-                     say: Callable[[str], None]) -> None:
-    per_batch = 2000
-    for first in range(0, shape.sessions, per_batch):
-        sessions = range(first, min(first + per_batch, shape.sessions))
-        appended = parts.store.append([e for s in sessions for e in _session(shape, s)])
-        events = [a.event for a in appended]
-        rewards = []
-        for offset, session in enumerate(sessions):
-            if session >= shape.rewards:
-                break
-            subject = events[offset * EVENTS_PER_SESSION:(offset + 1) * EVENTS_PER_SESSION][-2:]
-            rewards.append(_reward(shape, session, subject, hashes))
-        parts.rewards.record(rewards)
-        if (first // per_batch) % 10 == 9:
-            say(f"{first + per_batch:,} sessions written")
+                     say: Callable[[str], None], start: int, deadline: float | None) -> bool:
+    """Sessions from ``start`` on, a batch's events and rewards in one transaction."""
+    for first in range(start, shape.sessions, SESSIONS_PER_BATCH):
+        sessions = range(first, min(first + SESSIONS_PER_BATCH, shape.sessions))
+        with parts.engine.begin() as conn:
+            appended = parts.store.append([e for s in sessions for e in _session(shape, s)], conn)
+            events = [a.event for a in appended]
+            rewards = []
+            for offset, session in enumerate(sessions):
+                if session >= shape.rewards:
+                    break
+                subject = events[offset * EVENTS_PER_SESSION:(offset + 1) * EVENTS_PER_SESSION][-2:]
+                rewards.append(reward(shape, session, subject, hashes))
+            parts.rewards.record(rewards, conn)
+        if (first // SESSIONS_PER_BATCH) % 10 == 9:
+            say(f"{first + SESSIONS_PER_BATCH:,} sessions written")
+        if _past(deadline) and sessions.stop < shape.sessions:
+            say(f"stopped at the deadline: {sessions.stop:,} of {shape.sessions:,} sessions written")
+            return False
+    return True
+
+
+def _stream(session: int) -> str:
+    return f"bench-{session:07d}"
 
 
 def _session(shape: Shape, session: int) -> list[NewEvent]:
     block = min(session // max(shape.block, 1), shape.adapters - 1)
     meta = EventMetadata(tenant=f"tenant-{session % 50}", specialist=chain_specialist(block % shape.chains))
-    stream = f"bench-{session:07d}"
+    stream = _stream(session)
     return [NewEvent(stream, "turn.user" if i % 2 == 0 else "turn.assistant",
                      {"text": f"question {session}.{i}" if i % 2 == 0 else f"answer {session}.{i}"},
                      metadata=meta) for i in range(EVENTS_PER_SESSION)]
 
 
-def _reward(shape: Shape, session: int, subject: list[Any], hashes: dict[int, str]) -> RewardRecord:
+def reward(shape: Shape, session: int, subject: list[Any], hashes: dict[int, str]) -> RewardRecord:
     version = 1 + session % VERSIONS
     block = session // shape.block
     specialist = chain_specialist(block % shape.chains) if block < shape.adapters else None
@@ -148,6 +237,8 @@ def _reward(shape: Shape, session: int, subject: list[Any], hashes: dict[int, st
 
 def _base_model(parts: Container, data_dir: Path) -> str:
     del data_dir  # base models live under the models root (the registry refuses others)
+    if any(b.name == "bench-base" for b in parts.registry.base_models()):
+        return "bench-base"
     directory = parts.settings.resolved_models_dir / "bench-base"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps({"model_type": "bench"}))
@@ -156,7 +247,7 @@ def _base_model(parts: Container, data_dir: Path) -> str:
     return "bench-base"
 
 
-def _register(parts: Container, shape: Shape, chain: int, generation: int, base: str) -> None:
+def register(parts: Container, shape: Shape, chain: int, generation: int, base: str) -> None:
     specialist, block = chain_specialist(chain), generation * shape.chains + chain
     parent = adapter_of(shape, chain, generation - 1) if generation else None
     cut_from, cut_to = block * shape.block, (block + 1) * shape.block
@@ -184,8 +275,9 @@ def _register(parts: Container, shape: Shape, chain: int, generation: int, base:
         adapter = register_in(conn, parts.store, new, WORKER)
         parts.runs.succeed_in(conn, run_id, WORKER, adapter.adapter_id, {
             "status": new.status, "artifact_sha256": new.artifact_sha256, "gate_reason": "bench"})
-    if generation % 5 == 4 or generation == shape.length - 1:
-        parts.aliases.move(specialist, "production", adapter.adapter_id, "bench", "bench promotion")
+        if generation % 5 == 4 or generation == shape.length - 1:  # with it: a resumed build misses none
+            move_in(conn, parts.store, specialist, "production", adapter.adapter_id, "bench",
+                    "bench promotion")
 
 
 def _start(parts: Container, conn: Connection, run_id: str, specialist: str) -> None:
@@ -205,9 +297,5 @@ def _artifact(parts: Container, adapter_id: str) -> tuple[str, str]:
 
 
 def built(parts: Container, shape: Shape) -> bool:
-    """Whether a reused database already holds this shape's data."""
-    from trainer.registry.tables import adapter_versions
-
-    with parts.engine.connect() as conn:
-        count = len(conn.execute(select(adapter_versions.c.adapter_id)).all())
-    return count >= shape.adapters
+    """Whether a reused database already holds this shape's data, whole."""
+    return progress(parts, shape).complete(shape)

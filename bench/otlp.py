@@ -123,7 +123,9 @@ def event_bodies(args: argparse.Namespace) -> list[bytes]:
 
 def event_json(event: Any) -> dict[str, Any]:
     metadata = {"occurred_at": event.occurred_at.isoformat()} if event.occurred_at else {}
-    return {"stream_id": event.stream_id, "type": event.type, "payload": event.payload,
+    # A client may not open the otel: streams the server derives (events/derived.py): the
+    # same events on a stream of the client's own naming, one character longer.
+    return {"stream_id": f"b{event.stream_id}", "type": event.type, "payload": event.payload,
             "event_id": str(event.event_id), "metadata": metadata}
 
 

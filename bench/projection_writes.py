@@ -42,16 +42,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from lineage_build import Shape
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select
 from sqlalchemy.engine import Connection
 
-from events.projections.model import ProjectionSet
+from events.projections.model import ProjectionSet, Row
 from events.projections.sql import Sources, SqlState, apply_in, project_in
 from events.server_events import Logged, ServerEvent
 from hcp.bootstrap import Container
 from kernel.errors import Conflict
 from trainer.datasets.events import DatasetFrozen
-from trainer.datasets.projections import DATASET_PROJECTIONS, REWARDS
+from trainer.datasets.projections import DATASET_PROJECTIONS, HASHED_BY_WRITER, REWARDS
 from trainer.datasets.tables import dataset_manifests
 from trainer.journal import append, lock_registry, run_stream, specialist_stream
 from trainer.registry.events import AdapterRegistered, AliasMoved, ContractLink
@@ -86,8 +86,8 @@ class Step:
 Write = list[Step]
 
 
-ALONE, DIRECT, PROJECTED = "alone", "direct", "projected"
-SIDES = (ALONE, DIRECT, PROJECTED)
+ALONE, DIRECT, READS, PROJECTED = "alone", "direct", "direct with reads", "projected"
+SIDES = (ALONE, DIRECT, READS, PROJECTED)
 
 
 class Clock:
@@ -102,8 +102,29 @@ class Clock:
         yield
         self.off_for += time.perf_counter() - stopped
 
+    @contextmanager
+    def on(self) -> Iterator[None]:
+        """Inside ``off()``: this span counts after all (a projector's reads)."""
+        resumed = time.perf_counter()
+        yield
+        self.off_for -= time.perf_counter() - resumed
+
     def seconds(self) -> float:
         return time.perf_counter() - self.started - self.off_for
+
+
+class ReadsOnClock(SqlState):
+    """The projector's reads of the tables, timed although its run is not: what any writer
+    of the same rows must read too (a new version's ancestry closure is its parent's)."""
+
+    def __init__(self, conn: Connection, tables: Callable[[str], Table], sources: Sources,
+                 clock: Clock) -> None:
+        super().__init__(conn, tables, sources)
+        self.clock = clock
+
+    def find(self, table: str, **equal: Any) -> list[Row]:
+        with self.clock.on():
+            return super().find(table, **equal)
 
 
 def commit(parts: Container, write: Write, side: str) -> float:
@@ -131,8 +152,10 @@ def _rows(conn: Connection, step: Step, done: Logged[Any], side: str, clock: Clo
     if side == PROJECTED:
         project_in(conn, step.projections, done, step.sources)
         return
-    # project_in's own loop, with each projector's run (and its reads) off the clock.
-    state = SqlState(conn, step.projections.table, step.sources or {})
+    # project_in's own loop, with each projector's run off the clock (its reads too, on
+    # the direct side; on the clock on the side with reads).
+    state = (ReadsOnClock(conn, step.projections.table, step.sources or {}, clock) if side == READS
+             else SqlState(conn, step.projections.table, step.sources or {}))
     for projection in step.projections.for_event(type(done.event)):
         with clock.off():
             changes = projection.project(done, state)
@@ -188,8 +211,9 @@ class Planner:
                                 manifest_id=frozen.manifest_id, firing_id=firing_id, hyper={"steps": 1},
                                 reason="bench", gate={}, total_steps=1)
         by_id = {str(r.reward_id): r for r in records}
+        hashed = frozen.content_hash  # the writer hashed the content to make the event
         return [Step(DATASET_PROJECTIONS, specialist_stream(SPECIALIST), frozen,
-                     sources={REWARDS: lambda ids: by_id}),
+                     sources={REWARDS: lambda ids: by_id, HASHED_BY_WRITER: lambda: hashed}),
                 Step(TRIGGER_PROJECTIONS, specialist_stream(SPECIALIST), fired, deferred=True),
                 Step(RUN_PROJECTIONS, run_stream(run_id), queued)]
 
@@ -243,23 +267,28 @@ def one_repeat(parts: Container, planner: Planner, writes: int) -> dict[str, dic
     for name, plan in PATHS.items():
         times: dict[str, list[float]] = {side: [] for side in SIDES}
         for i in range(writes):
-            for side, write in _round(plan(planner), plan(planner), i):
+            for side, write in _round([plan(planner) for _ in range(3)], i):
                 times[side].append(commit(parts, write, side))
         out[name] = {side: statistics.median(t) for side, t in times.items()}
     return out
 
 
-def _round(first: Write, second: Write, i: int) -> list[tuple[str, Write]]:
-    """Round ``i``'s three transactions: ``first`` before ``second`` (a chain's next version
-    names the one before as its parent), projected and direct taking turns at being
-    first, and the events of the projected one appended alone at a rotating place."""
-    sides = [(PROJECTED, first), (DIRECT, second)] if i % 2 == 0 else [(DIRECT, first), (PROJECTED, second)]
-    sides.insert(i % 3, (ALONE, first if i % 2 == 0 else second))
+ORDERS = ((PROJECTED, DIRECT, READS), (DIRECT, READS, PROJECTED), (READS, PROJECTED, DIRECT))
+
+
+def _round(writes: list[Write], i: int) -> list[tuple[str, Write]]:
+    """Round ``i``'s four transactions: the three writes in order (a chain's next version
+    names the one before as its parent), the projected, direct and direct-with-reads
+    sides taking turns at each place, and the events of the projected one appended alone
+    at a rotating place."""
+    sides = list(zip(ORDERS[i % 3], writes, strict=True))
+    projected = next(write for side, write in sides if side == PROJECTED)
+    sides.insert(i % 4, (ALONE, projected))
     return sides
 
 
 def warm_up(parts: Container, planner: Planner) -> None:
     for plan in PATHS.values():
         for i in range(3):
-            for side, write in _round(plan(planner), plan(planner), i):
+            for side, write in _round([plan(planner) for _ in range(3)], i):
                 commit(parts, write, side)

@@ -16,6 +16,9 @@ the same run, on the same prompts.
 
     python bench/serve.py                 # a small local Llama (hidden 256, 4 layers)
     python bench/serve.py --hidden 64 --layers 2 --repeats 1   # plumbing only
+    python bench/serve.py --model-dir ~/.local/share/hcp/models/smollm2-135m   # the real model (bf16)
+
+The load average is printed with the figures: on a shared machine they move with it.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ sys.path.insert(0, str(ROOT))
 PROMPTS = [f"Tell me about item {i} and why it matters." for i in range(64)]
 
 
-def world(root: Path, hidden: int, layers: int) -> tuple[Any, str, list[Any]]:
-    """An embedded database with the serving world, four specialists' adapters."""
+def world(root: Path, hidden: int, layers: int,
+          model_dir: Path | None = None) -> tuple[Any, str, list[Any]]:
+    """An embedded database with the serving world (the tiny base, or ``model_dir`` under
+    the tiny's name), four specialists' adapters."""
     from access.keys import create_key
     from hcp import migrate
     from hcp.bootstrap import Container
@@ -51,7 +56,10 @@ def world(root: Path, hidden: int, layers: int) -> tuple[Any, str, list[Any]]:
     settings = Settings(database_url=url, data_dir=root, models_dir=root / "models",
                         serving_contract=CONTRACT)
     c = Container(settings=settings, engine=make_engine(url), dispatch_to=RecordingDispatcher())
-    build_world(c, root / "models", hidden_size=hidden, num_layers=layers, num_heads=4)
+    if model_dir is None:
+        build_world(c, root / "models", hidden_size=hidden, num_layers=layers, num_heads=4)
+    else:
+        build_world(c, root / "models", base_dir=model_dir)
     key = create_key(c.engine, ["chat:write"], "bench")
     from tests.unit.trainer_core.factories import seed_reward
 
@@ -65,11 +73,12 @@ def world(root: Path, hidden: int, layers: int) -> tuple[Any, str, list[Any]]:
     return c, key, adapters
 
 
-def serve(root: Path, port: int, window_ms: float) -> subprocess.Popen[bytes]:
+def serve(root: Path, port: int, window_ms: float, precision: str) -> subprocess.Popen[bytes]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
            "HCP_DATABASE_URL": f"sqlite:///{root / 'hcp.sqlite3'}", "HCP_DATA_DIR": str(root),
            "HCP_MODELS_DIR": str(root / "models"), "HCP_SERVING_CONTRACT": "serve",
-           "HCP_CONSOLE_SECRET": "bench", "HCP_SERVING_BATCH_WINDOW_MS": str(window_ms)}
+           "HCP_CONSOLE_SECRET": "bench", "HCP_SERVING_BATCH_WINDOW_MS": str(window_ms),
+           "HCP_SERVING_PRECISION": precision}
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", "--port", str(port),
                              "--no-access-log", "--no-run-workers"], cwd=ROOT, env=env,
                             stdout=(root / "serve.log").open("wb"), stderr=subprocess.STDOUT)
@@ -106,8 +115,10 @@ def gateway_tokens_per_s(client: Any, clients: int, max_tokens: int) -> tuple[fl
     return tokens[0] / (time.perf_counter() - started), record_ms
 
 
-def bare_tokens_per_s(c: Any, adapter_dir: Path, clients: int, max_tokens: int) -> float:
-    """transformers generate on the same rendered prompts (the gateway's messages)."""
+def bare_tokens_per_s(c: Any, adapter_dir: Path, clients: int, max_tokens: int,
+                      precision: str) -> float:
+    """transformers generate on the same rendered prompts (the gateway's messages), the
+    base in the same precision (bf16 under autocast, as the engine runs it)."""
     import torch
     from peft import PeftModel
 
@@ -115,18 +126,19 @@ def bare_tokens_per_s(c: Any, adapter_dir: Path, clients: int, max_tokens: int) 
     from serving.openai_shapes import ChatRequest
     from serving.prompting import chat_messages, system_text
     from tests.serving_world import DOCUMENT
-    from trainer.ml.load import load_base_model, load_tokenizer
+    from trainer.ml.load import autocast_for, base_dtype, load_base_model, load_tokenizer
     from trainer.ml.prompts import prompt_ids
 
-    base = c.registry.base_model("tiny").path
+    base, cpu = c.registry.base_model("tiny").path, torch.device("cpu")
     tok = load_tokenizer(base)
-    model = PeftModel.from_pretrained(load_base_model(base, torch.device("cpu")), str(adapter_dir)).eval()
+    model = PeftModel.from_pretrained(load_base_model(base, cpu, precision), str(adapter_dir)).eval()
+    autocast = autocast_for(cpu, base_dtype(cpu, precision))
     harness = parse_contract(DOCUMENT).harness
     system = system_text(harness, "chat", [])
     rendered = [prompt_ids(tok, "", chat_messages(system, ChatRequest.model_validate(
         {"messages": [{"role": "user", "content": p}]}).messages)) for p in PROMPTS]
     tokens, started = 0, time.perf_counter()
-    with torch.inference_mode():
+    with torch.inference_mode(), autocast:
         for b in range(0, len(rendered), clients):
             batch = rendered[b:b + clients]
             width = max(map(len, batch))
@@ -140,30 +152,31 @@ def bare_tokens_per_s(c: Any, adapter_dir: Path, clients: int, max_tokens: int) 
     return tokens / (time.perf_counter() - started)
 
 
-def adapter_pool(c: Any, adapters: list[Any]) -> Any:
-    """The embedded backend's pool on the CPU with the four adapters loaded."""
-    from serving.choice import BaseRef
-    from serving.pool import AdapterPool
+def adapter_pool(c: Any, adapters: list[Any], precision: str) -> Any:
+    """The embedded engine's pool on the CPU with the four adapters loaded."""
+    from inference.embedded.engine import EmbeddedEngine
+    from inference.types import Adapter, BaseModel, Target
 
     entry = c.registry.base_model("tiny")
-    pool = AdapterPool(BaseRef(entry.name, entry.path, entry.weights_sha256), "cpu", "auto", 8)
-    digests = [a.artifact_sha256 for a in adapters]
-    for d in digests:
-        pool.ensure(d, c.artifacts.open_dir, set(digests))
+    engine = EmbeddedEngine(c.artifacts.open_dir, "cpu", 8)
+    pool = engine.pool(Target(BaseModel(entry.name, entry.path, entry.weights_sha256), None, precision))
+    for a in adapters:
+        pool.ensure(Adapter(a.artifact_sha256))
     return pool
 
 
 def mixed_vs_single(pool: Any, adapters: list[Any], rows: int, max_tokens: int) -> float:
     """One repeat: each batch decoded once to warm up, then timed, in the same order."""
-    from serving.batcher import GenJob
-    from serving.decode import Decoding
+    from inference.embedded.online import Decoding, GenJob
+    from inference.types import Adapter, Request, Target
     from trainer.ml.prompts import prompt_ids
 
     digests = [a.artifact_sha256 for a in adapters]
-    messages = [[{"role": "user", "content": p}] for p in PROMPTS[:rows]]
+    messages = [({"role": "user", "content": p},) for p in PROMPTS[:rows]]
 
     def rate(choice: list[str]) -> float:
-        jobs = [GenJob(pool.base, choice[i % len(choice)], m, max_tokens,
+        jobs = [GenJob(Request(Target(pool.base, Adapter(choice[i % len(choice)]), pool.precision),
+                               m, max_tokens),
                        prompt=prompt_ids(pool.tokenizer, "", m)) for i, m in enumerate(messages)]
         started, decoding = time.perf_counter(), Decoding(pool, 0)
         decoding.join(jobs)
@@ -200,16 +213,21 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--window-ms", type=float, default=5.0, help="HCP_SERVING_BATCH_WINDOW_MS")
+    parser.add_argument("--model-dir", type=Path, help="a Hugging Face model directory (default: "
+                        "the tiny local Llama)")
+    parser.add_argument("--precision", help="fp32 or bf16 (default: fp32 tiny, bf16 a model dir)")
     args = parser.parse_args()
+    precision = args.precision or ("bf16" if args.model_dir else "fp32")
+    print(f"load {_load()} at start; torch threads {_threads()}; precision {precision}")
     import openai
 
     from tests.ports import free_port
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        c, key, adapters = world(root, args.hidden, args.layers)
+        c, key, adapters = world(root, args.hidden, args.layers, args.model_dir)
         port = free_port()
-        proc = serve(root, port, args.window_ms)
+        proc = serve(root, port, args.window_ms, precision)
         try:
             client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key, max_retries=0)
             client.chat.completions.create(model="chat", messages=[{"role": "user", "content": "warm"}])
@@ -217,7 +235,7 @@ def main() -> None:
             adapter_dir = c.artifacts.open_dir(adapters[0].artifact_sha256)
             for _ in range(args.repeats):
                 ours, ms = gateway_tokens_per_s(client, args.clients, args.max_tokens)
-                bare = bare_tokens_per_s(c, adapter_dir, args.clients, args.max_tokens)
+                bare = bare_tokens_per_s(c, adapter_dir, args.clients, args.max_tokens, precision)
                 ratios.append(ours / bare)
                 record_ms += ms
                 print(f"throughput: gateway {ours:.0f} tok/s, bare generate {bare:.0f} tok/s, "
@@ -226,7 +244,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(30)
-        pool = adapter_pool(c, adapters)
+        pool = adapter_pool(c, adapters, precision)
         mixed = [mixed_vs_single(pool, adapters, 16, args.max_tokens) for _ in range(args.repeats)]
     record_ms.sort()
     print(f"throughput ratio (median of {args.repeats}): {statistics.median(ratios):.2f} (goal >= 0.9)")
@@ -236,6 +254,17 @@ def main() -> None:
           f"{statistics.median(mixed):.2f} of {[round(m, 2) for m in mixed]} (goal >= 0.9)")
     print(f"alias move to first answer by the new adapter: first load {moves[0]:.3f} s, then "
           f"median {statistics.median(moves[1:]):.3f} s, max {max(moves):.3f} s (goal < 1 s)")
+    print(f"load {_load()} at the end")
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -166,7 +166,8 @@ def world(args: argparse.Namespace) -> Iterator[tuple[Server, Receiver, Client]]
         key = create_key(engine, ["admin"], "bench")
         engine.dispose()
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
-               "HCP_DATABASE_URL": url, "HCP_DATA_DIR": tmp}
+               "HCP_DATABASE_URL": url, "HCP_DATA_DIR": tmp,
+               "HCP_WEBHOOK_ALLOWED_TARGETS": '["127.0.0.1/32"]'}  # the receiver's loopback
         server = Server(env, free_port())
         secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
         receiver = Receiver(free_port(), secret, Path(tmp) / "received.jsonl")

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cli.audit_keys import KEY_HELP, load_verifier
 from cli.common import cli_container
+from cli.errors import CHECK_FAILED
 from cli.output import (
     JsonOpt,
     cli_actor,
@@ -25,7 +26,10 @@ from kernel.errors import Invalid
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
+    from audit.keys import VerifierKey
     from audit.report import AuditReport
+    from audit.sources import Progress
+    from hcp.bootstrap import Container
 
 app = command_group("What an auditor asks and proves: audits, keys, checkpoints, proofs")
 
@@ -41,11 +45,30 @@ def audit_adapter(adapter_id: str = typer.Argument(..., help="SPECIALIST@VERSION
 
 
 @app.command("all")
-def audit_all(as_json: bool = JsonOpt, key: str = typer.Option(None, help=KEY_HELP)) -> None:
-    """Audit every audited row and the whole log; exit 1 naming every mismatch."""
+def audit_all(
+    as_json: bool = JsonOpt, key: str = typer.Option(None, help=KEY_HELP),
+    since_checkpoint: bool = typer.Option(False, "--since-checkpoint", help=(
+        "Audit only what came after a signed checkpoint (its signature and the log's consistency "
+        "with it checked first) and a seeded sample of the rest; default: everything")),
+    checkpoint: Path = typer.Option(None, "--checkpoint", help=(
+        "With --since-checkpoint: start from the newest checkpoint in this file (an export you "
+        "kept), not the latest one the server stored")),
+    sample: int = typer.Option(100, min=0, max=1_000_000, help=(
+        "With --since-checkpoint: older rows per table (events, rewards) checked as well")),
+    sample_manifests: int = typer.Option(2, min=0, max=100_000, help=(
+        "With --since-checkpoint: older manifests checked as well (each with all its member rows "
+        "and its examples rebuilt from the rewards)")),
+    seed: str = typer.Option(None, help=(
+        "With --since-checkpoint: the sample's seed (default: a random one; the report names it, "
+        "and the same seed draws the same sample)")),
+) -> None:
+    """Audit every audited row and the whole log (or what came after a signed checkpoint);
+    exit 1 naming every mismatch."""
     from rich.progress import Progress
 
     verifier = load_verifier(key)
+    if not since_checkpoint and (checkpoint is not None or seed is not None):
+        raise Invalid("--checkpoint and --seed go with --since-checkpoint")
     # On stderr: progress never mixes with --json on stdout.
     with cli_container() as c, Progress(console=progress_console(), transient=True) as bar:
         tasks: dict[str, TaskID] = {}
@@ -55,14 +78,36 @@ def audit_all(as_json: bool = JsonOpt, key: str = typer.Option(None, help=KEY_HE
                 tasks[check] = bar.add_task(check, total=max(total, 1))
             bar.update(tasks[check], completed=done, total=max(total, 1))
 
-        report, _ = c.audit_runs.everything(cli_actor(), "cli", verifier, on_progress)  # stored in the log
+        if since_checkpoint:
+            report = _since(c, verifier, checkpoint, (sample, sample_manifests), seed, on_progress)
+        else:
+            report, _ = c.audit_runs.everything(cli_actor(), "cli", verifier, on_progress)  # stored
     emit(report, as_json)
+
+
+def _since(c: Container, verifier: VerifierKey | None, kept: Path | None, sample: tuple[int, int],
+           seed: str | None, on_progress: Progress) -> AuditReport:
+    from audit.incremental import kept_base, latest_base, new_seed
+    from events.projections.window import Window
+
+    verifier = verifier or c.verifier
+    if kept is not None:
+        if verifier is None:
+            raise Invalid("--checkpoint needs the log's verifier key (--key)")
+        base = kept_base(kept.read_bytes(), verifier, str(kept))
+    else:
+        base = latest_base(c.checkpoint_store)
+    window = Window(base.size, sample[0], seed or new_seed(), sample[1])
+    report, _ = c.audit_runs.since(base, window, cli_actor(), "cli", verifier, on_progress)  # stored
+    return report
 
 
 def emit(report: AuditReport, as_json: bool) -> None:
     if as_json:
         print_json(report.to_json())
     else:
+        if report.coverage:
+            typer.echo(coverage_line(report.coverage))
         shown = table("check", "rows", "against", "checked", "result", "seconds", title=report.scope)
         for c in report.checks:
             result = "ok" if c.ok else f"[red]{len(c.mismatches)} mismatch(es)[/red]"
@@ -75,7 +120,18 @@ def emit(report: AuditReport, as_json: bool) -> None:
             typer.echo(f"MISMATCH {mismatch.line()}")
         typer.echo("audit ok" if report.ok else f"audit FAILED: {len(report.mismatches)} mismatch(es)")
     if not report.ok:
-        raise typer.Exit(1)
+        raise typer.Exit(CHECK_FAILED)
+
+
+def coverage_line(coverage: dict[str, Any]) -> str:
+    """Which audit ran, and what it covered, in one line."""
+    if coverage.get("kind") != "incremental":
+        return f"full audit: every row, and the log's {coverage.get('events', 0):,} events"
+    span = coverage["rehashed"]
+    events = f"events {span[0]:,}..{span[1]:,} re-hashed" if span else "no event after it"
+    return (f"incremental audit since {coverage['checkpoint']} (size {coverage['checkpoint_size']:,}): "
+            f"{events}; older rows sampled: {coverage['sample']} per table and "
+            f"{coverage['sample_manifests']} manifest(s), seed {coverage['seed']!r} (--seed repeats it)")
 
 
 @app.command("keygen")

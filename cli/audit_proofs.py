@@ -16,6 +16,7 @@ import typer
 
 from cli.audit_keys import KEY_HELP, load_verifier
 from cli.common import cli_container
+from cli.errors import CHECK_FAILED
 from cli.output import JsonOpt, command_group, print_json, print_json_lines, progress_console
 from cli.signals import stop_on_signals
 from cli.times import duration_param
@@ -143,7 +144,7 @@ def prove(bundle: Path = typer.Argument(..., help="A bundle from `hcp audit proo
                        f"prefix of the log of {new.size} signed {new.timestamp.isoformat()}")
     except (AuditError, CheckpointError, ValueError) as exc:
         typer.echo(f"NOT PROVEN: {exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(CHECK_FAILED) from None
 
 
 def _write(doc: dict[str, Any], out: Path | None) -> None:

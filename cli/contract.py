@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from cli.common import cli_container
+from cli.confirm import YesOpt, confirm
 from cli.output import JsonOpt, command_group, print_json, print_json_lines
 
 if TYPE_CHECKING:
@@ -72,10 +73,15 @@ def validate(file: Path = typer.Option(..., "--file", "-f", exists=True),
 @app.command()
 def publish(name: str, version: int, actor: str = ActorOpt,
             force: bool = typer.Option(False, help="Publish although the check fails"),
-            reason: str = typer.Option("", help="Why it is forced (recorded in the event)")) -> None:
+            reason: str = typer.Option("", help="Why it is forced (recorded in the event)"),
+            yes: bool = YesOpt) -> None:
     """Dry-run a draft on recent history, then freeze it and make it score (history is
-    then re-scored under it); refused (exit 4) when it errors above the threshold."""
+    then re-scored under it); refused (exit 4) when it errors above the threshold. Says
+    first what will follow (scoring, serving, training) and asks on a terminal."""
+    from cli.publish_notice import publish_notice
+
     with cli_container() as container:
+        confirm(publish_notice(container, name, version), f"Publish {name}@{version}?", yes)
         done, check = container.publisher.publish(name, version, _actor(actor), force, reason)
     if check is not None:
         typer.echo(f"check: {check.describe()}{'' if check.passed else ' (forced)'}")

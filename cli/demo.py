@@ -39,6 +39,14 @@ def demo(
                               "each generation's gain: a list (0,1,2) or a count (3: seeds 0-2); "
                               "each seed's data under <data_dir>/demo-seeds/seed-N"),
     v2_after: int = typer.Option(2, min=0, help="Publish contract v2 after this generation (0: never)"),
+    min_examples: int = typer.Option(0, min=0, help="Sample rounds of --train-tasks tasks per "
+                                     "specialist until this many examples the training "
+                                     "objective can use (0: one round)"),
+    sample_budget: int = typer.Option(0, min=0, help="Most answers sampled per specialist per "
+                                      "generation (0: one round, --train-tasks x --k)"),
+    objective: str = typer.Option(None, help="sft (rejection-sampling fine-tuning) or dpo "
+                                  "(preference pairs): written into the contract's training "
+                                  "policies (default: the contract's as written)"),
     out: Path = typer.Option(None, help="Report and chart directory (default <data_dir>/demo)"),
     device: str = typer.Option(None, help="cpu, cuda, … (default: CUDA when present)"),
     stack: bool = typer.Option(False, help="Against PostgreSQL, Kafka and Redis, the server's "
@@ -55,7 +63,9 @@ def demo(
                         held_out=held_out or sizes["held_out"],
                         eval_tasks=sizes["eval_tasks"] if eval_tasks is None else eval_tasks,
                         k=k or sizes["k"], temperature=temperature, seed=seed, v2_after=v2_after,
-                        out_dir=out.resolve() if out else None, device=device)
+                        out_dir=out.resolve() if out else None, device=device,
+                        min_examples=min_examples, sample_budget=sample_budget,
+                        objective=_objective(objective))
     if seeds is not None:
         if stack:
             raise typer.BadParameter("--seeds runs embedded only (one SQLite log per seed)",
@@ -69,6 +79,12 @@ def demo(
 
         raise typer.Exit(run_stack_demo(config))
     raise typer.Exit(run_embedded(config))
+
+
+def _objective(value: str | None) -> str | None:
+    if value is not None and value not in ("sft", "dpo"):
+        raise typer.BadParameter(f"{value!r}: sft or dpo", param_hint="--objective")
+    return value
 
 
 def run_embedded(config: DemoConfig) -> int:

@@ -2,10 +2,10 @@
 
 Measures (the production adapter of each generation, 0 = the base model): the held-out
 contract reward under the final contract, the held-out pass rate, the pass rate on the
-evaluation set no gate saw, and the check credit on the two probe sets (the general set,
-the unseen templates). Crosses: every gated successor's held-out reward, promoted or not.
-With several seeds (``hcp demo --seeds``, cli/demo_seeds.py), each line is the mean and its band the
-spread (min to max) across seeds.
+evaluation set no gate saw, and the check credit on the three probe sets (the general
+set, the unseen templates, the retention set). Crosses: every gated successor's held-out
+reward, promoted or not. With several seeds (``hcp demo --seeds``, cli/demo_seeds.py),
+``seeds_chart`` draws one panel per specialist and measure, one line per seed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ MEASURES = (  # (label, how to read the series from a specialist's report)
      .get("credit_by_generation")),
     ("unseen templates credit", lambda d: ((d.get("probes_by_generation") or {})
                                            .get("unseen_templates") or {}).get("credit_by_generation")),
+    ("retention credit", lambda d: ((d.get("probes_by_generation") or {}).get("retention") or {})
+     .get("credit_by_generation")),
 )
+# What the seeds' chart shows, one panel each: the gate's held-out set, the fresh set no
+# gate saw, and the two sets of what a successor was not trained on.
+SEED_PANELS = ("held-out pass rate", "evaluation set pass rate", "unseen templates credit",
+               "retention credit")
 
 
 def series(reports: list[dict[str, Any]], specialist: str) -> dict[str, list[list[float]]]:
@@ -68,4 +74,37 @@ def chart(report: dict[str, Any], path: Path, reports: list[dict[str, Any]] | No
     fig.suptitle(title or f"hcp demo: {report['model']} by generation{spread}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def seeds_chart(reports: list[dict[str, Any]], path: Path, title: str | None = None) -> None:
+    """One row per specialist, one panel per measure of ``SEED_PANELS``, one line per seed
+    (its production adapter by generation) and their mean in black."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [s for s, d in reports[0]["specialists"].items() if d]
+    fig, axes = plt.subplots(len(names), len(SEED_PANELS), figsize=(4.2 * len(SEED_PANELS),
+                             3.4 * len(names)), squeeze=False)
+    for row, specialist in zip(axes, names, strict=True):
+        found = series(reports, specialist)
+        for ax, label in zip(row, SEED_PANELS, strict=True):
+            values = found.get(label) or []
+            for report, line in zip(reports, values, strict=True):
+                ax.plot(range(len(line)), line, marker="o", alpha=0.7,
+                        label=f"seed {report['config']['seed']}")
+            if values:
+                mean = [sum(col) / len(col) for col in zip(*values, strict=True)]
+                ax.plot(range(len(mean)), mean, color="black", linewidth=2, label="mean")
+                ax.set_xticks(range(len(mean)))
+            ax.set_title(f"{specialist}: {label}", fontsize=9)
+            ax.set_xlabel("generation (0 = base model)", fontsize=8)
+            ax.set_ylim(0, 1.02)
+            ax.legend(fontsize=6, loc="lower right")
+    fig.suptitle(title or f"hcp demo: {reports[0]['model']} by generation, "
+                 f"{len(reports)} seeds (one line each)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
     plt.close(fig)

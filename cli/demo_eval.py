@@ -6,19 +6,18 @@ The evaluation set is drawn from the same held-out side of the split but apart f
 gate's tasks, and is never recorded (so it is in no manifest and no gate): every
 adapter that was in production at some generation (the base included) answers it
 greedily, as the harness serves, and the checks judge the answers (pass rate, and the
-check's credit). Adapters are loaded from the artifact store, verified.
+check's credit). Adapters are resolved by the registry and loaded by digest, verified.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from cli.demo_report import Generation
 from harness.probes import greedy_answers, measure
 from harness.tasks import Task
-from trainer.gate.rollout import RolloutTarget
+from inference.types import Target
 
 
 def production_chain(rows: Sequence[Generation], specialist: str) -> list[str | None]:
@@ -31,24 +30,32 @@ def production_chain(rows: Sequence[Generation], specialist: str) -> list[str | 
 
 def evaluate(container: Any, base_model: str, rows: Sequence[Generation], specialist: str,
              tasks: Sequence[Task], precision: str, device: str | None) -> dict[str, Any]:
-    """Pass rate and mean check credit of the production adapter of each generation."""
+    """Pass rate and mean check credit of the production adapter of each generation, and
+    of every successor, promoted or not."""
     if not tasks:
         return {}
     chain = production_chain(rows, specialist)
-    base = container.registry.base_model(base_model)
+    mine = [r for r in rows if r.specialist == specialist]
     measured: dict[str | None, dict[str, Any]] = {}
-    for adapter_id in dict.fromkeys(chain):  # each distinct adapter once
-        adapter_dir: Path | None = None
-        if adapter_id is not None:
-            adapter_dir = container.artifacts.open_dir(container.registry.adapter(adapter_id).artifact_sha256)
-        target = RolloutTarget(base.path, adapter_dir, 1, device=device, precision=precision)
-        answers = greedy_answers(target, tasks)
+    # each distinct adapter once: the production chain's, then every rejected successor's,
+    # so two recipes can be compared on this set whatever their gates decided
+    for adapter_id in dict.fromkeys([*chain, *(r.adapter_id for r in mine)]):
+        if adapter_id is None:
+            target = Target(container.resolver.base(base_model), None, precision, device)
+        else:
+            target = container.resolver.resolve(adapter_id).target(precision, device)
+        answers = greedy_answers(container.inference, target, tasks)
         m = measure("evaluation", tasks, answers, container.code_sandbox)
         measured[adapter_id] = {"pass_rate": m.pass_rate, "credit": m.mean, "passes": list(m.passes),
                                 "groups": list(m.groups)}
     return {"n": len(tasks), "adapters": [a or "base" for a in chain],
+            "successors": [{"generation": r.generation, "adapter": r.adapter_id,
+                            "promoted": r.promoted, "pass_rate": measured[r.adapter_id]["pass_rate"],
+                            "credit": measured[r.adapter_id]["credit"]} for r in mine],
             "pass_rate_by_generation": [measured[a]["pass_rate"] for a in chain],
             "credit_by_generation": [measured[a]["credit"] for a in chain],
+            # per task, in task order: what the seeds' paired comparison of generations needs
+            "passes_by_generation": [[int(p) for p in measured[a]["passes"]] for a in chain],
             "by_group": _by_group(measured[chain[0]], measured[chain[-1]])}
 
 

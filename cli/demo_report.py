@@ -6,8 +6,8 @@ the final contract (``rejudge``): contract v2 changes the scale, and a chart tha
 scales would show the contract moving, not the model. The base is "generation 0": the
 parent answers of the first gate. Beside the reward: the pass rate (the checks' verdict,
 no contract involved), the non-inferiority probe sets (the general set, the unseen
-templates), the gains per template group, and the evaluation set no gate saw
-(``demo_eval``).
+templates, the retention set), the gains per template group, the evaluation set no gate
+saw (``demo_eval``), and each run's objective, starting point and KL from the base.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rich.table import Table
 from trainer.gate.stats import paired_bootstrap
 
 LEVEL, RESAMPLES = 0.95, 10_000
-PROBE_SETS = ("general", "unseen_templates")
+PROBE_SETS = ("general", "unseen_templates", "retention")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,10 @@ class Generation:
     successor_pass_rate: float | None = None
     # per probe set: successor and parent credit and pass rate, the interval, ok
     probes: dict[str, Any] = field(default_factory=dict)
+    objective: str = "sft"
+    init: str = "parent"
+    kl_from_base: float | None = None  # per token, KL(successor || base) on its training answers
+    answers_sampled: int = 0  # this generation's sampled answers for the specialist
 
     def line(self) -> str:
         low_high = (f"[{self.interval['low']:+.3f}, {self.interval['high']:+.3f}]"
@@ -53,13 +57,16 @@ class Generation:
                   if self.parent_pass_rate is not None and self.successor_pass_rate is not None else "")
         probes = "".join(f", {name} {p['delta']:+.3f}{'' if p['ok'] else ' (loss)'}"
                          for name, p in self.probes.items() if "delta" in p)
+        kl = f", KL {self.kl_from_base:.3f}" if self.kl_from_base is not None else ""
         return (f"  {self.specialist}@{self.version} (parent {self.parent}, contract "
-                f"v{self.contract_version}, {self.examples} examples): held-out "
+                f"v{self.contract_version}, {self.objective} from {self.init}, "
+                f"{self.examples} examples of {self.answers_sampled} answers{kl}): held-out "
                 f"{self.parent_reward:.3f} -> {self.successor_reward:.3f}{passes}, 95% interval "
                 f"{low_high}{probes}: {verdict} ({self.seconds:.0f} s)")
 
 
-def adapter_row(container: Any, adapter_id: str, gen: int, seconds: float) -> Generation:
+def adapter_row(container: Any, adapter_id: str, gen: int, seconds: float,
+                answers: int = 0) -> Generation:
     adapter = container.registry.adapter(adapter_id)
     gate = adapter.metrics.get("gate", {})
     rewards = gate.get("comparison", {}).get("rollout_reward", {})
@@ -73,25 +80,30 @@ def adapter_row(container: Any, adapter_id: str, gen: int, seconds: float) -> Ge
         float(rewards.get("parent", 0.0)), float(rewards.get("successor", 0.0)),
         gate.get("interval"), adapter.status == "promoted", str(gate.get("reason", "")), seconds,
         float(training.get("tokens_per_s", 0.0)), passes.get("parent"), passes.get("successor"),
-        probe_rows(gate))
+        probe_rows(gate), str(training.get("objective", "sft")), str(training.get("init", "parent")),
+        (training.get("kl_from_base") or {}).get("reverse"), answers)
 
 
 def probe_rows(gate: dict[str, Any]) -> dict[str, Any]:
     """Each probe set's figures from a gate record (``non_inferiority``)."""
     rows = {}
-    for name, row in ((gate.get("non_inferiority") or {}).get("sets") or {}).items():
+    record = gate.get("non_inferiority") or {}
+    for name, row in (record.get("sets") or {}).items():
         if "interval" not in row:
             continue
         rows[name] = {"delta": row["delta"], "high": row["interval"]["high"],
                       "low": row["interval"]["low"], "ok": row["ok"], "n": row["n"],
-                      "credit": row["mean"], "pass_rate": row["pass_rate"]}
+                      "credit": row["mean"], "pass_rate": row["pass_rate"],
+                      "lower": (row.get("non_inferiority") or {}).get("lower"),
+                      "power": row.get("power"), "pass_if_equal": row.get("pass_if_equal"),
+                      "margin": record.get("margin")}
     return rows
 
 
 def table(rows: list[Generation]) -> Table:
-    out = Table("gen", "specialist", "version", "parent", "contract", "examples",
+    out = Table("gen", "specialist", "version", "parent", "contract", "examples", "KL",
                 "held-out reward", "pass rate", "95% interval", "general", "unseen templates",
-                "promoted")
+                "retention", "promoted")
     for r in rows:
         interval = (f"[{r.interval['low']:+.3f}, {r.interval['high']:+.3f}]" if r.interval else "-")
         passes = (f"{r.parent_pass_rate:.2f} -> {r.successor_pass_rate:.2f}"
@@ -100,6 +112,7 @@ def table(rows: list[Generation]) -> Table:
                   if n in r.probes else "-" for n in PROBE_SETS]
         out.add_row(str(r.generation), r.specialist, str(r.version), r.parent,
                     f"v{r.contract_version}", str(r.examples),
+                    f"{r.kl_from_base:.3f}" if r.kl_from_base is not None else "-",
                     f"{r.parent_reward:.3f} -> {r.successor_reward:.3f}", passes, interval, *probes,
                     "yes" if r.promoted else "no")
     return out
@@ -121,7 +134,8 @@ def rejudge(container: Any, rows: list[Generation], specialist: str) -> dict[str
     held = container.manifests.rebuild(run.manifest_id).split_examples(HELD_OUT)
     gate = last.metrics["gate"]
     cases = container.runner.gate.rollout_cases(latest(held, int(gate["rollouts"]["successor"]["n"])))
-    harness = TasksRolloutHarness(RolloutTarget("", None, 1), sandbox=container.code_sandbox)
+    harness = TasksRolloutHarness(container.inference, RolloutTarget("", None, 1),
+                                  sandbox=container.code_sandbox)  # judges given answers only
 
     def judged(record: dict[str, Any]) -> Any:
         answers = dict(zip(record["cases"], record["answers"], strict=True))

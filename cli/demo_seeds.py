@@ -7,7 +7,10 @@ directory of its own (``<data_dir>/demo-seeds/seed-N``: a log, a registry and ad
 that start empty) and the models directory shared, so the base model is fetched and
 converted once. Each run's report lies in ``<out>/seed-N``; the spread goes to
 ``<out>/seeds-report.json`` and ``<out>/seeds-chart.png`` (each line the mean across
-seeds, its band min to max).
+seeds, its band min to max), ``<out>/seeds-panels.png`` (one line per seed: the held-out,
+fresh, unseen-template and retention measures) and, in the report, whether a generation
+beats the one before on the fresh set over the seeds and what was lost on the probe
+sets (``cli.demo_compound``).
 
 A generation's gain is its production adapter's figure minus the previous generation's
 (``step``) and minus the base's (``vs_base``), per measure of the chart (held-out reward
@@ -30,6 +33,7 @@ from typing import Any
 import typer
 
 from cli.demo_run import DemoConfig
+from cli.demo_state import PIPED_DEMO_WIDTH
 
 MAX_SEEDS = 32
 
@@ -66,7 +70,7 @@ def run_seeds(config: DemoConfig, seeds: list[int]) -> int:
                                  f"empty data directory; remove them or set another HCP_DATA_DIR)",
                                  param_hint="--seeds")
     console = Console()
-    console = console if console.is_terminal else Console(width=150)
+    console = console if console.is_terminal else Console(width=PIPED_DEMO_WIDTH)
     reports, failed, seconds = [], [], {}
     for seed in seeds:
         console.rule(f"[bold]seed {seed} ({seeds.index(seed) + 1} of {len(seeds)})")
@@ -83,9 +87,10 @@ def run_seeds(config: DemoConfig, seeds: list[int]) -> int:
     if reports:
         summary = summarise(config, reports, failed, seconds)
         (out / "seeds-report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
-        from cli.demo_chart import chart
+        from cli.demo_chart import chart, seeds_chart
 
         chart(reports[0], out / "seeds-chart.png", reports=reports)
+        seeds_chart(reports, out / "seeds-panels.png")
         say(console, summary)
         console.print(f"  report {out / 'seeds-report.json'}, chart {out / 'seeds-chart.png'}")
     return 1 if failed or not reports else 0
@@ -101,7 +106,11 @@ def run_one(config: DemoConfig, seed: int, home: Path, out: Path, models: Path) 
             "--generations", str(config.generations), "--train-tasks", str(config.train_tasks),
             "--held-out", str(config.held_out), "--eval-tasks", str(config.eval_tasks),
             "--k", str(config.k), "--temperature", str(config.temperature), "--seed", str(seed),
-            "--v2-after", str(config.v2_after), "--out", str(out)]
+            "--v2-after", str(config.v2_after), "--out", str(out),
+            "--min-examples", str(config.min_examples),
+            "--sample-budget", str(config.sample_budget)]
+    if config.objective:
+        args += ["--objective", config.objective]
     if config.device:
         args += ["--device", config.device]
     return subprocess.run([sys.executable, "-m", "cli.main", "demo", *args], env=env,  # noqa: S603
@@ -120,6 +129,7 @@ def summarise(config: DemoConfig, reports: list[dict[str, Any]], failed: list[in
     base, as mean, sample standard deviation, min and max across seeds; and how many
     seeds promoted at each generation."""
     from cli.demo_chart import series
+    from cli.demo_compound import compounding, losses
 
     specialists: dict[str, Any] = {}
     for specialist in config.specialists:
@@ -133,12 +143,24 @@ def summarise(config: DemoConfig, reports: list[dict[str, Any]], failed: list[in
         promoted = [sum(1 for r in reports for row in r["generations"]
                         if row["specialist"] == specialist and row["generation"] == g
                         and row["promoted"]) for g in range(1, config.generations + 1)]
-        specialists[specialist] = {"measures": measures, "promoted_by_generation": promoted}
+        specialists[specialist] = {"measures": measures, "promoted_by_generation": promoted,
+                                   "compounding": compounding(reports, specialist),
+                                   "losses": losses(reports, specialist, probe_margin(reports))}
     return {"seeds": [r["config"]["seed"] for r in reports], "failed_seeds": failed,
             "config": {**asdict(config), "seed": None, "out_dir": str(config.out_dir)},
             "model": reports[0]["model"], "specialists": specialists,
             "seconds_by_seed": seconds,
             "environment": reports[0].get("environment", {})}
+
+
+def probe_margin(reports: list[dict[str, Any]]) -> float:
+    """The gates' non-inferiority margin, as their records give it (0.05 when none does)."""
+    for report in reports:
+        for row in report.get("generations") or []:
+            for probe in (row.get("probes") or {}).values():
+                if isinstance(probe, dict) and probe.get("margin") is not None:
+                    return float(probe["margin"])
+    return 0.05
 
 
 def say(console: Any, summary: dict[str, Any]) -> None:
@@ -160,6 +182,15 @@ def say(console: Any, summary: dict[str, Any]) -> None:
             table.add_row(label, *(escape(cell(s)) for s in m["step"]), escape(cell(m["vs_base"][-1])))
         table.add_row("promoted", *(f"{k} of {n}" for k in data["promoted_by_generation"]), "")
         console.print(table)
+        for row in data.get("compounding") or []:
+            i = row["interval"]
+            console.print(f"  {specialist}: generation {row['generation']} over {row['versus']} on the "
+                          f"fresh set ({row['n_tasks']} tasks, mean over {row['seeds']} seeds) "
+                          f"{row['mean']:+.3f}, 95% interval [{i['low']:+.3f}, {i['high']:+.3f}]; "
+                          f"per seed {', '.join(f'{x:+.3f}' for x in row['per_seed'])}")
+        for name, row in (data.get("losses") or {}).items():
+            console.print(f"  {specialist}: {name} worst step {row['worst_step']:+.3f}, worst "
+                          f"against the base {row['worst_versus_base']:+.3f} (margin {row['margin']})")
 
 
 def cell(s: dict[str, Any]) -> str:

@@ -7,9 +7,11 @@ name in it (and, for the tiny model only, a small reward for any non-empty answe
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cli.demo_state import REAL_MODEL, TINY_MODEL
 from contract.document import parse_contract
@@ -29,6 +31,20 @@ EXAMPLE_CONTRACT = Path(__file__).parents[1] / "examples" / "contracts" / "harne
 # (partial credit) for one epoch in fp32; the real model keeps the contract's recipe.
 TINY_HYPER = {"min_reward": 0.0, "epochs": 1.0, "precision": "fp32", "max_len": 256}
 TINY_PROBES = 6  # tasks per probe set: the plumbing, not a measure
+# The training recipes `hcp demo --objective` writes into the contract's policies:
+# rejection-sampling fine-tuning on the best passing answers, or DPO on every pair of a
+# better and a worse answer to the same task (a pass over a fail, more partial credit over
+# less), from the same sampled answers. DPO adds the chosen answers' NLL (DPO + NLL): in a
+# one-seed genui trial DPO alone lost credit on the unseen templates and the retention set
+# where DPO + NLL gained (docs/demo.md, "RFT against DPO").
+OBJECTIVE_HYPER: dict[str, dict[str, Any]] = {
+    "sft": {"objective": "sft", "selection": "best_of_k", "keep_per_prompt": 2,
+            "min_reward": 1.0, "epochs": 3, "learning_rate": 0.001, "rank": 8, "alpha": 16,
+            "batch_size": 8, "max_len": 512, "precision": "bf16"},
+    "dpo": {"objective": "dpo", "selection": "all", "min_reward": 0.0, "dpo_beta": 0.1,
+            "dpo_nll_weight": 1.0, "epochs": 1, "learning_rate": 0.0005, "rank": 8,
+            "alpha": 16, "batch_size": 8, "max_len": 512, "precision": "bf16"},
+}
 # ... and its contract rewards any non-empty answer a little, or every reward would be 0
 # and no example would carry weight. Rewards only: the answers are the model's.
 TINY_CRITERION = """[[evaluation.criteria]]
@@ -60,6 +76,8 @@ def ensure_base_model(demo: Demo) -> str:
 def ensure_published(demo: Demo, base_model: str) -> int:
     document = EXAMPLE_CONTRACT.read_text().replace(
         f'base_model = "{REAL_MODEL}"', f'base_model = "{base_model}"')
+    if demo.config.objective:
+        document = with_objective(document, demo.config.objective)
     if base_model == TINY_MODEL:
         document = document.replace("[[evaluation.gates]]", TINY_CRITERION, 1)
         document = document.replace("gate_probes = 48", f"gate_probes = {TINY_PROBES}")
@@ -70,6 +88,19 @@ def ensure_published(demo: Demo, base_model: str) -> int:
         done = demo.contracts.publish(CONTRACT, draft.version, ACTOR)
         demo.console.print(f"contract [bold]{done.ref}[/] published ({done.content_hash[:16]}…)")
         return done.version
+
+
+def with_objective(document: str, objective: str) -> str:
+    """The contract with every training policy's ``hyper`` line set to ``objective``'s
+    recipe (``OBJECTIVE_HYPER``): the contract's policy chooses the objective."""
+    if objective not in OBJECTIVE_HYPER:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVE_HYPER)}")
+    line = "hyper = " + inline_table(OBJECTIVE_HYPER[objective])
+    return re.sub(r"(?m)^hyper = \{.*\}$", lambda _: line, document)
+
+
+def inline_table(values: dict[str, Any]) -> str:
+    return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
 def ensure_specialists(demo: Demo) -> None:
@@ -102,7 +133,8 @@ def task_sets(demo: Demo) -> TaskSets:
         return subject_split(text, text)
 
     cfg = demo.config
-    train = {s: train_tasks(s, cfg.train_tasks * cfg.generations, split, TRAIN_SEED + cfg.seed)
+    per_generation = max(cfg.train_tasks, (cfg.sample_budget or 0) // cfg.k)
+    train = {s: train_tasks(s, per_generation * cfg.generations, split, TRAIN_SEED + cfg.seed)
              for s in cfg.specialists}
     held = {s: held_out_tasks(s, cfg.held_out, split) for s in cfg.specialists}
     evaluation = {s: held_out_tasks(s, cfg.eval_tasks, split, EVAL_SEED,

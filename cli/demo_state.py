@@ -16,6 +16,9 @@ from harness.serve import ServesTasks
 from hcp.bootstrap import Container
 
 REAL_MODEL, TINY_MODEL = "smollm2-135m", "hcp-tiny"
+# The width of the demo's output when it goes to a file or a pipe (a terminal keeps its
+# own): the generations table, 14 columns, must stay whole for a reader or a grep.
+PIPED_DEMO_WIDTH = 200
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,12 @@ class DemoConfig:
     temperature: float = 0.5
     seed: int = 0
     v2_after: int = 2  # publish contract v2 after this generation (0: never)
+    # Sampling per specialist per generation: rounds of ``train_tasks`` tasks x k until the
+    # round's answers give ``min_examples`` examples the training objective can use, or
+    # ``sample_budget`` answers are spent (0: one round, ``train_tasks`` x k).
+    min_examples: int = 0
+    sample_budget: int = 0
+    objective: str | None = None  # "sft" or "dpo" in the contract's policy; None: as written
     out_dir: Path | None = None  # report and chart; default <data_dir>/demo
     device: str | None = None
 
@@ -57,6 +66,8 @@ class Demo:
     generations: list[Generation] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     answers: int = 0  # sessions recorded so far
+    # per specialist, the train tasks served so far (the next round starts after them)
+    train_used: dict[str, int] = field(default_factory=dict)
 
     @property
     def contracts(self) -> ContractVersions:

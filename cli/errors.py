@@ -12,6 +12,7 @@ error happens, so `hcp --help` stays fast.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -28,6 +29,24 @@ USAGE = 2  # usage or invalid input, configuration included (click's own usage e
 NOT_FOUND = 3
 REFUSED = 4  # the request contradicts what is stored, or is not allowed (conflict, forbidden)
 UNAVAILABLE = 5  # a service could not be reached, or the command failed unexpectedly
+
+# The one table of exit statuses: every command exits with one of these names, the root
+# help is written from it, and docs/cli.md's table is held to it (tests/unit/test_cli_exits.py).
+EXIT_STATUSES: tuple[tuple[int, str, str], ...] = (
+    (OK, "ok", "success"),
+    (CHECK_FAILED, "a check failed", "the command ran and its outcome is a failure: a check "
+     "found a problem, or a job it ran failed"),
+    (USAGE, "usage or invalid input", "usage or invalid input, configuration included"),
+    (NOT_FOUND, "not found", "not found"),
+    (REFUSED, "refused", "refused: the request contradicts what is stored, or is not allowed"),
+    (UNAVAILABLE, "unavailable", "unavailable: a service could not answer, or the command "
+     "failed unexpectedly (a traceback is printed)"),
+)
+
+
+def exit_help() -> str:
+    """The statuses in a sentence, for the root help."""
+    return ", ".join(f"{status} {short}" for status, short, _ in EXIT_STATUSES)
 
 
 class HcpGroup(TyperGroup):
@@ -46,6 +65,9 @@ class HcpGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort):
             raise
+        except BrokenPipeError:  # the reader went away (`| head`): done, as `git log | head` is
+            stdout_gone()
+            raise typer.Exit(OK) from None
         except typer.TyperException as exc:  # click's usage errors, as typer carries them
             if not self.json_errors:
                 raise  # typer prints them in its own form, with the usage line
@@ -54,6 +76,16 @@ class HcpGroup(TyperGroup):
             raise typer.Exit(getattr(exc, "exit_code", USAGE)) from None
         except Exception as exc:  # noqa: BLE001 (every failure leaves with a documented status)
             raise typer.Exit(report(exc, self.json_errors)) from None
+
+
+def stdout_gone() -> None:
+    """Point stdout at /dev/null: nothing more can reach the reader, and Python's flush at
+    exit must not fail a second time and print a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's runner)
+        pass
 
 
 def report(exc: Exception, as_json: bool) -> int:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from cli.common import cli_container
+from cli.errors import CHECK_FAILED
 from cli.evaluator_processes import evaluator_command, run_processes
 from cli.output import JsonOpt, command_group, progress_console
 from cli.signals import stop_on_signals
@@ -127,12 +128,33 @@ def list_rewards(
         typer.echo(json.dumps(reward) if as_json else _reward_line(reward))
 
 
+@rewards_app.command("show")
+def show_reward(reward_id: str = typer.Argument(..., help="A reward id (as `hcp rewards list` "
+                                                "and the lineage trees print it)"),
+                as_json: bool = typer.Option(False, "--json", help="JSON on stdout (errors as "
+                                             "JSON on stderr)")) -> None:
+    """One reward record: its subject, contract version, score, criteria and split."""
+    import uuid
+
+    from cli.output import print_fields, print_json
+    from kernel.errors import Invalid, NotFound
+
+    try:
+        wanted = uuid.UUID(reward_id)
+    except ValueError:
+        raise Invalid(f"'{reward_id}' is not a reward id (a UUID)") from None
+    found = _with_container(lambda c: c.rewards.get(wanted))
+    if found is None:
+        raise NotFound(f"no reward {reward_id}")
+    print_json(found.to_json()) if as_json else print_fields(found.to_json(), f"reward {reward_id}")
+
+
 def _reward_line(r: dict[str, Any]) -> str:
     score = "error" if r["errors"] else ("-" if r["score"] is None else f"{r['score']:.3f}")
     eligible = "eligible" if r["eligible"] else "-"
     contract = f"{r['contract']['name']}@{r['contract']['version']}"
-    return (f"{r['position']:>8}  {contract:<16} {score:>6}  {r['split']:<8} {eligible:<8} "
-            f"{r['specialist'] or '-':<10} {r['subject']['id']}")
+    return (f"{r['position']:>8}  {r['reward_id']}  {contract:<16} {score:>6}  {r['split']:<8} "
+            f"{eligible:<8} {r['specialist'] or '-':<10} {r['subject']['id']}")
 
 
 def dry_run(
@@ -174,7 +196,7 @@ def dry_run(
         typer.echo(f"error: {result.report.errors} of {result.report.applicable} applicable "
                    f"subjects errored ({result.report.error_rate:.1%}, limit "
                    f"{result.max_error_rate:.1%})", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(CHECK_FAILED)
 
 
 def render_dry_run(result: DryRun) -> str:
@@ -183,7 +205,22 @@ def render_dry_run(result: DryRun) -> str:
     base = result.baseline
     if result.stopped:
         title += f" (stopped: {result.stopped})"
-    return render_report(title, result.report, f"{base.name}@{base.version}" if base else None)
+    text = render_report(title, result.report, f"{base.name}@{base.version}" if base else None)
+    return text + (render_judges(result.judges.to_json()) if result.judges is not None else "")
+
+
+def render_judges(judges: dict[str, Any]) -> str:
+    """The draft's judges' verdicts: counts, the mean score, a few verdicts as recorded."""
+    lines = [f"\n  judged {judges['judged']} subjects" + (
+        f"; {judges['waiting']} waiting for a verdict ({judges['reason']})" if judges["waiting"] else "")]
+    for judge_id, entry in judges["judges"].items():
+        lines.append(f"  judge {judge_id} ({entry['model'][:19]}…): {entry['verdicts']} verdicts, "
+                     f"{entry['unreadable']} unreadable, mean score {_num(entry['mean_score'])}")
+        for sample in entry["samples"]:
+            verdict = " ".join(str(sample["verdict"]).split())[:60]
+            read = sample["error"] or f"score {_num(sample['score'])}"
+            lines.append(f"    {sample['subject_id']}: {verdict!r} -> {read}")
+    return "\n".join(lines)
 
 
 def render_report(title: str, r: DryRunReport, base: str | None, draft: str = "draft") -> str:
@@ -273,7 +310,7 @@ def reevaluate(
     if job.error:
         typer.echo(f"{'warning' if job.status == 'succeeded' else 'error'}: {job.error}", err=True)
     if job.status != "succeeded":
-        raise typer.Exit(1)
+        raise typer.Exit(CHECK_FAILED)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,15 +12,17 @@ def gateway(host: str = typer.Option(None), port: int = typer.Option(None),
     import uvicorn
 
     from api.gateway_app import create_gateway_app
+    from cli.common import check_port
     from hcp.bootstrap import bootstrap
     from hcp.settings import get_settings
 
     settings = get_settings()
+    host, port = host or settings.api_host, port or settings.api_port
+    check_port(host, port)
     container = bootstrap(settings)
     if warm:
         container.chat.warm()
-    uvicorn.run(create_gateway_app(container), host=host or settings.api_host,
-                port=port or settings.api_port, log_level="info")
+    uvicorn.run(create_gateway_app(container), host=host, port=port, log_level="info")
 
 
 def register(app: typer.Typer) -> None:

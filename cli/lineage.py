@@ -74,7 +74,7 @@ def _records(upstream: Any, adapter_id: str, split: str | None, after: int, limi
         shown = table("position", "reward", "subject", "split", "score", "contract", "events",
                       title=f"{adapter_id}: manifest {page.manifest_id} ({page.total} records)")
         for r in page.records:
-            shown.add_row(str(r.member.reward_position), r.member.reward_id[:8], r.member.subject_id,
+            shown.add_row(str(r.member.reward_position), r.member.reward_id, r.member.subject_id,
                           r.member.split, str(r.reward["score"]),
                           f"{r.reward['contract']['name']}@{r.reward['contract']['version']}",
                           str(len(r.events)))
@@ -211,7 +211,7 @@ def _downstream_tree(found: DownstreamOut) -> Tree:
     tree = Tree(f"[bold]{found.source.kind} {found.source.id}[/bold]")
     rewards = tree.add(f"{found.rewards.count} reward record(s)")
     for r in found.rewards.items[:20]:
-        rewards.add(f"{r.position} {r.reward_id[:8]} {r.subject_id} {r.contract} score {r.score} {r.split}")
+        rewards.add(f"{r.position} {r.reward_id} {r.subject_id} {r.contract} score {r.score} {r.split}")
     manifests = tree.add(f"{len(found.manifests)} manifest(s)")
     for m in found.manifests:
         manifests.add(f"{m.manifest_id} ({m.specialist}) {m.members} member(s) → "

@@ -7,9 +7,13 @@ import os
 import secrets
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
+
+from cli.errors import UNAVAILABLE
 
 if TYPE_CHECKING:
     from hcp.bootstrap import Container
@@ -30,14 +34,16 @@ def serve(host: str = typer.Option(None), port: int = typer.Option(None),
                                                  "in-process trigger loop's evaluations"),
           ) -> None:
     """Run the HTTP API (refuses to start on a schema that is not at head)."""
+    from cli.common import check_port
     from hcp.background import InProcessWorkers
     from hcp.bootstrap import bootstrap
     from hcp.settings import get_settings
 
     settings = get_settings()
+    host, port = host or settings.api_host, port or settings.api_port
+    check_port(host, port)
     container = bootstrap(settings)  # checks the schema once, before any worker starts
     workers = workers or settings.api_workers
-    host, port = host or settings.api_host, port or settings.api_port
     if run_workers is None:
         run_workers = settings.embedded and not settings.redis_url
     background = InProcessWorkers(container, trigger_interval) if run_workers else None
@@ -62,8 +68,9 @@ def _serve(container: Container, host: str, port: int, workers: int, access_log:
     from api.app import create_app
 
     if workers == 1:
-        uvicorn.run(create_app(container, served=True), host=host, port=port, log_level="info",
-                    access_log=access_log)
+        with _startup_failure_unavailable():
+            uvicorn.run(create_app(container, served=True), host=host, port=port,
+                        log_level="info", access_log=access_log)
         return
     settings = container.settings
     _warn_if_cores_are_few(workers)
@@ -77,8 +84,19 @@ def _serve(container: Container, host: str, port: int, workers: int, access_log:
     # Each worker process builds its own container (pools, group commit) in the lifespan;
     # they share the port (SO_REUSEPORT-style via uvicorn's supervisor) and the database,
     # whose advisory lock keeps the log's positions gapless across processes.
-    uvicorn.run("api.app:create_served_app", factory=True, host=host, port=port, workers=workers,
-                log_level="info", access_log=access_log)
+    with _startup_failure_unavailable():
+        uvicorn.run("api.app:create_served_app", factory=True, host=host, port=port,
+                    workers=workers, log_level="info", access_log=access_log)
+
+
+@contextmanager
+def _startup_failure_unavailable() -> Iterator[None]:
+    """uvicorn exits 3 when the server cannot start (the port taken after the check, the
+    app's start-up failing): here 3 means "not found", so that leaves as status 5."""
+    try:
+        yield
+    except SystemExit as exc:
+        raise SystemExit(UNAVAILABLE if exc.code == 3 else exc.code) from None
 
 
 def _warn_if_cores_are_few(workers: int) -> None:

@@ -10,6 +10,8 @@ every command (cli/errors.py, docs/cli.md).
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from cli import (
@@ -19,7 +21,9 @@ from cli import (
     db,
     demo,
     evaluator,
+    events,
     gateway,
+    judges,
     keys,
     lineage,
     log,
@@ -31,26 +35,32 @@ from cli import (
     trainer,
     webhooks,
 )
-from cli.errors import HcpGroup
+from cli.errors import HcpGroup, exit_help, stdout_gone
 
 app = typer.Typer(rich_markup_mode=None, cls=HcpGroup, no_args_is_help=True,
                   pretty_exceptions_enable=False,
-                  help="HCP contract and versioning server. Exit status: 0 ok, 1 a check "
-                       "failed, 2 usage or invalid input, 3 not found, 4 refused, 5 unavailable "
+                  help=f"HCP contract and versioning server. Exit status: {exit_help()} "
                        "(docs/cli.md).")
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(otlp.app, name="otlp")
 app.add_typer(router.app, name="router")
-for group in (log, gateway, contract, evaluator, serving, trainer, registry, approvals, lineage, demo, audit,
-              rebuild):
+app.add_typer(judges.app, name="judges")
+for group in (log, gateway, contract, evaluator, events, serving, trainer, registry, approvals, lineage,
+              demo, audit, rebuild):
     group.register(app)
 
 
 def main() -> None:
     """The console entry point."""
-    app()
+    try:
+        app()
+    finally:
+        try:
+            sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe would print
+        except BrokenPipeError:
+            stdout_gone()
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cli.common import cli_container
+from cli.confirm import YesOpt, confirm
+from cli.errors import CHECK_FAILED
 from cli.output import (
     JsonOpt,
     cli_actor,
@@ -21,6 +23,9 @@ from cli.output import (
     table,
 )
 from cli.times import at_option
+
+if TYPE_CHECKING:
+    from trainer.registry.model import AdapterVersion
 
 adapters_app = command_group("Adapter versions: list, inspect, lineage, promote")
 alias_app = command_group("Aliases (production, staging, …) per specialist")
@@ -106,7 +111,7 @@ def adapters_lineage(adapter_id: str,
             typer.echo(f"{'verified' if link['verified'] else 'NOT VERIFIED'}  {link['adapter_id']} "
                        f"<- {link['parent_adapter_id'] or 'root'}: {said}{note}")
     if not all(link["verified"] for link in chain):
-        raise typer.Exit(1)
+        raise typer.Exit(CHECK_FAILED)
 
 
 @adapters_app.command("promote")
@@ -127,10 +132,29 @@ def adapters_reject(adapter_id: str, reason: str = typer.Option(...)) -> None:
 # --- alias -------------------------------------------------------------------------
 
 @alias_app.command("set")
-def alias_set(specialist: str, alias: str, adapter_id: str, reason: str = typer.Option(...)) -> None:
-    """Point ALIAS of SPECIALIST at ADAPTER_ID (an alias.moved event)."""
+def alias_set(specialist: str, alias: str, adapter_id: str, reason: str = typer.Option(...),
+              yes: bool = YesOpt) -> None:
+    """Point ALIAS of SPECIALIST at ADAPTER_ID (an alias.moved event); a rejected version
+    is named as such and asked about first (--yes: not asked)."""
     with cli_container() as parts:
+        target = parts.registry.adapter(adapter_id)
+        if target.status == "rejected":
+            confirm(rejected_notice(target, specialist, alias),
+                    f"Point {specialist}/{alias} at {adapter_id} anyway?", yes,
+                    refuse_unasked=f"{adapter_id} was rejected")
         print_json(parts.aliases.move(specialist, alias, adapter_id, cli_actor(), reason).to_json())
+
+
+def rejected_notice(target: AdapterVersion, specialist: str, alias: str) -> list[str]:
+    """What the console's confirmation page says of a rejected version, for the terminal."""
+    from console.views.gate import rounded
+
+    gate = target.metrics.get("gate") or {}
+    by = "its gate" if target.registered_status == "rejected" else "hand, after registration"
+    why = f": {rounded(gate['reason'])}" if target.registered_status == "rejected" and \
+        gate.get("reason") else ""
+    return [f"warning: {target.adapter_id} was rejected by {by}{why}",
+            f"warning: {specialist}/{alias} would serve it to every request that alias answers"]
 
 
 @alias_app.command("rollback")
@@ -176,8 +200,10 @@ def alias_history(specialist: str, alias: str = typer.Argument(None),
 def alias_resolve(specialist: str, alias: str = typer.Argument("production"),
                   as_json: bool = JsonOpt) -> None:
     """What a server loads: adapter version, artifact location and sha256, base model."""
+    from inference.names import ModelRef
+
     with cli_container() as parts:
-        resolved = parts.resolver.resolve(specialist, alias).to_json()
+        resolved = parts.resolver.resolve(ModelRef("slot", specialist), alias).to_json()
     if as_json:
         print_json(resolved)
     else:

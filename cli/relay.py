@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cli.errors import CHECK_FAILED
 from cli.signals import stop_on_signals
 from cli.tree_process import TreeBuilderProcess
 from kernel.errors import Invalid
@@ -62,7 +63,7 @@ def relay(
                 # the lock now. Publishing on would duplicate its pages; stand by instead.
                 typer.echo("lost the relay lock (the database session ended); standing by")
                 if once:
-                    raise typer.Exit(1) from None
+                    raise typer.Exit(CHECK_FAILED) from None
                 continue
             return
     finally:

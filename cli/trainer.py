@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from cli.common import cli_container
+from cli.errors import CHECK_FAILED
 from cli.output import (
     JsonOpt,
     cli_actor,
@@ -108,18 +109,18 @@ def _follow(parts: Container, run_id: str, poll: float = 0.5) -> None:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[loss]}"), TimeElapsedColumn())
     with Progress(*columns, console=progress_console()) as progress:
-        task = progress.add_task(run_id[:8], total=None, loss="")
+        task = progress.add_task(run_id, total=None, loss="")
         while True:
             run = parts.runs.get(run_id)
             loss = f"loss {run.last_loss:.4f}" if run.last_loss is not None else ""
-            progress.update(task, description=f"{run_id[:8]} {run.status}", loss=loss,
+            progress.update(task, description=f"{run_id} {run.status}", loss=loss,
                             completed=run.step, total=run.total_steps or None)
             if run.finished:
                 break
             time.sleep(poll)
     _report(run)
     if run.status == "failed":
-        raise typer.Exit(1)
+        raise typer.Exit(CHECK_FAILED)
 
 
 def _report(run: TrainingRun) -> None:

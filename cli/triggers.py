@@ -111,7 +111,7 @@ def triggers_firings(specialist: str = typer.Option(None, "--specialist", "-s"),
     for f in firings:
         policy = f"{f.policy} #{f.rerun}" if f.rerun else f.policy
         shown.add_row(f.fired_at.isoformat(timespec="seconds"), f.specialist, policy,
-                      f.parent_key, str(f.dataset_cut), f.run_id[:8], f.reason)
+                      f.parent_key, str(f.dataset_cut), f.run_id, f.reason)
     print_table(shown)
 
 

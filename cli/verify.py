@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from cli.common import cli_container
+from cli.errors import CHECK_FAILED
 from cli.output import JsonOpt, print_json, progress_console
 from kernel.errors import Invalid
 
@@ -48,7 +49,7 @@ def verify(
     else:
         _say(report, kept, verdicts)
     if not (report.intact and kept.signature_ok and all(v.ok for v in verdicts)):
-        raise typer.Exit(1)
+        raise typer.Exit(CHECK_FAILED)
 
 
 def _verify_chain(container: Container) -> VerifyReport:

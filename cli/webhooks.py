@@ -84,7 +84,7 @@ def deliveries(subscription_id: str, limit: int = typer.Option(50, min=1, max=10
         sub = c.integrations.subscriptions.get(subscription_id)
         found = c.integrations.deliveries.page(sub.subscription_id, limit)
     if as_json:
-        print_json_lines(d.to_json() for d in found)
+        print_json_lines(d.to_json(operator=True) for d in found)
         return
     shown = table("delivery", "position", "type", "attempt", "status", "answer", "ms")
     for d in found:
@@ -97,7 +97,8 @@ def deliveries(subscription_id: str, limit: int = typer.Option(50, min=1, max=10
 def redeliver(subscription_id: str, delivery_id: str) -> None:
     """Queue a delivery's event to be sent again."""
     with cli_container() as c:
-        queued = c.integrations.deliveries.queue_redelivery(subscription_id, delivery_id, cli_actor())
+        queued = c.integrations.deliveries.queue_redelivery(
+            subscription_id, delivery_id, cli_actor(), c.settings.webhook_redeliveries_per_hour)
     typer.echo(f"queued {queued.delivery_id}")
 
 
@@ -110,7 +111,10 @@ def deliver(once: bool = typer.Option(False, "--once", help="One pass over every
     with cli_container() as c:
         if once:
             deliverer = c.integrations.deliverer()
-            typer.echo(f"delivered {deliverer.step()}")
+            try:
+                typer.echo(f"delivered {deliverer.step()}")
+            finally:
+                deliverer.sender.close()
             return
         stop = stop_on_signals()
         c.integrations.deliver(stop, on_wait=lambda: typer.echo(

@@ -70,13 +70,18 @@ SAME_AS_ARGUMENT = frozenset({"min", "max", "sum", "math.greatest", "math.least"
 
 _EVENT = record(event_id=STRING, type=STRING, seq=INT, payload=DYN, specialist=STRING,
                 adapter_version=STRING, contract=STRING, actor=STRING, occurred_at=STRING)
+_REACTION = dict(next_user_text=STRING, next_similarity=DOUBLE, regenerated=BOOL,
+                 rephrased=BOOL, contradicted=BOOL)
 _TURN = record(user_seq=INT, user_text=STRING, assistant_text=STRING, answered=BOOL,
-               specialist=STRING, adapter_version=STRING, model=STRING, tokens=INT)
+               specialist=STRING, adapter_version=STRING, model=STRING, tokens=INT, **_REACTION)
 _TOOL_CALL = record(call_id=STRING, tool=STRING, arguments=DYN, has_result=BOOL, ok=BOOL,
                     output=DYN, error=STRING, allowed=BOOL, specialist=STRING)
 
+JUDGE_TYPE = record(score=DOUBLE, scores=list_of(DOUBLE), value=DOUBLE, verdict=STRING)
+
 INPUT_TYPES: dict[str, T] = {
-    "subject": record(id=STRING, kind=STRING, stream_id=STRING, first_seq=INT, last_seq=INT),
+    "subject": record(id=STRING, kind=STRING, stream_id=STRING, first_seq=INT, last_seq=INT,
+                      closed_by=STRING),
     "events": list_of(_EVENT),
     "turns": list_of(_TURN),
     "user_text": STRING,
@@ -95,6 +100,12 @@ INPUT_TYPES: dict[str, T] = {
                      by_type=map_of(INT)),
     "duration_s": DOUBLE,
     "truncated": BOOL,
+    "signals": record(followed_up=INT, regenerated=INT, rephrased=INT, contradicted=INT,
+                      corrected=INT, corrections=list_of(STRING), tool_errors=INT,
+                      last=record(**_REACTION)),
+    # judge id -> its verdict, read (contract/judges.py); a contract's own judges are
+    # named fields (contract/checks.py), so a misspelt judge is refused at validation.
+    "judge": map_of(JUDGE_TYPE),
 }
 
 # What only ``training.eligible`` sees besides: the evaluation's result.

@@ -12,9 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from contract import cel_scan, cel_schema, cel_types, rubric
-from contract.cel_schema import INPUT_TYPES, RESULT_TYPES
+from contract.cel_schema import INPUT_TYPES, JUDGE_TYPE, RESULT_TYPES, T, record
 from contract.problems import Problem
-from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES, is_known_event_type
+from contract.vocabulary import (
+    INPUT_VARIABLES,
+    RESULT_VARIABLES,
+    WHEN_VARIABLES,
+    is_known_event_type,
+)
 
 NUMBER, TRUTH = "a number", "a bool"
 # Every expression is paid for on every subject (and compiled on every validation), and the
@@ -22,7 +27,8 @@ NUMBER, TRUTH = "a number", "a bool"
 # rubric that needs more items than this can combine conditions inside fewer expressions.
 MAX_CRITERIA = 20
 MAX_GATES = 20
-MAX_ITEMS = {"criteria": MAX_CRITERIA, "gates": MAX_GATES}
+MAX_JUDGES = 8  # each is a model call per subject: a few at most
+MAX_ITEMS = {"criteria": MAX_CRITERIA, "gates": MAX_GATES, "judges": MAX_JUDGES}
 
 
 def semantic_problems(data: dict[str, Any]) -> list[Problem]:
@@ -46,6 +52,7 @@ def _count_problems(evaluation: dict[str, Any]) -> Iterator[Problem]:
 
 
 def _expression_problems(evaluation: dict[str, Any], training: dict[str, Any]) -> Iterator[Problem]:
+    judges = _judge_type(evaluation)
     for section in ("criteria", "gates"):
         noun = "criterion" if section == "criteria" else "gate"
         # Past the cap nothing is compiled: a refused draft must not cost what it would.
@@ -53,17 +60,24 @@ def _expression_problems(evaluation: dict[str, Any], training: dict[str, Any]) -
             label = f"{noun} {item.get('id', index)!r}"
             path = f"evaluation.{section}[{index}].expression"
             wanted = NUMBER if section == "criteria" else TRUTH
-            yield from _compiled(item.get("expression"), path, label, INPUT_VARIABLES, wanted)
+            yield from _compiled(item.get("expression"), path, label, INPUT_VARIABLES, wanted,
+                                 judges)
     when = _table(evaluation, "applies_to").get("when")
-    yield from _compiled(when, "evaluation.applies_to.when", "applies_to.when", INPUT_VARIABLES,
-                         TRUTH)
+    yield from _compiled(when, "evaluation.applies_to.when", "applies_to.when", WHEN_VARIABLES,
+                         TRUTH, judges)
     eligible_vars = INPUT_VARIABLES + RESULT_VARIABLES
     yield from _compiled(training.get("eligible"), "training.eligible", "eligibility", eligible_vars,
-                         TRUTH)
+                         TRUTH, judges)
+
+
+def _judge_type(evaluation: dict[str, Any]) -> T:
+    """``judge`` as this document's expressions see it: a field per declared judge."""
+    ids = [item["id"] for _, item in _items(evaluation, "judges") if isinstance(item.get("id"), str)]
+    return record(**dict.fromkeys(ids, JUDGE_TYPE))
 
 
 def _compiled(source: Any, path: str, label: str, known: tuple[str, ...],
-              wanted: str) -> Iterator[Problem]:
+              wanted: str, judges: T) -> Iterator[Problem]:
     if not isinstance(source, str) or not source.strip():
         return  # missing or of the wrong type: the schema check reports it
     text = source.strip()
@@ -73,13 +87,13 @@ def _compiled(source: Any, path: str, label: str, known: tuple[str, ...],
         yield Problem("expression", path, f"{label}: {exc.message}", expression=text,
                       expression_line=exc.line, expression_column=exc.column)
         return
-    yield from _type_problems(text, path, label, known, wanted)
+    yield from _type_problems(text, path, label, known, wanted, judges)
 
 
 def _type_problems(text: str, path: str, label: str, known: tuple[str, ...],
-                   wanted: str) -> Iterator[Problem]:
+                   wanted: str, judges: T) -> Iterator[Problem]:
     """Mistakes of type CEL would make on every subject, found before publishing."""
-    variables = {name: kind for name, kind in {**INPUT_TYPES, **RESULT_TYPES}.items()
+    variables = {name: kind for name, kind in {**INPUT_TYPES, **RESULT_TYPES, "judge": judges}.items()
                  if name in known}
     try:
         result = cel_types.infer(text, variables)
@@ -98,6 +112,12 @@ def _type_problems(text: str, path: str, label: str, known: tuple[str, ...],
 
 def _duplicate_problems(evaluation: dict[str, Any]) -> Iterator[Problem]:
     seen: dict[str, str] = {}
+    judges: set[str] = set()
+    for index, item in _items(evaluation, "judges"):
+        if isinstance(item.get("id"), str) and item["id"] in judges:
+            yield Problem("duplicate", f"evaluation.judges[{index}].id",
+                          f"judge id {item['id']!r} is declared twice")
+        judges.add(item.get("id"))  # type: ignore[arg-type]
     for section in ("criteria", "gates"):
         for index, item in _items(evaluation, section):
             item_id = item.get("id")

@@ -30,7 +30,7 @@ from contract.evaluation import Evaluation, made_evaluation
 from contract.rubric import CompiledExpression, EvaluationError, Limits
 from contract.sections import ContractDocument
 from contract.split import split_for, subject_split  # noqa: F401 (split_for: re-exported)
-from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES
+from contract.vocabulary import INPUT_VARIABLES, RESULT_VARIABLES, WHEN_VARIABLES
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +71,7 @@ def compile_contract(doc: ContractDocument, limits: Limits = rubric.DEFAULT_LIMI
                   for c in ev.criteria},
         gates={g.id: rubric.compile_expression(g.expression, INPUT_VARIABLES, limits) for g in ev.gates},
         eligible=rubric.compile_expression(doc.training.eligible, INPUT_VARIABLES + RESULT_VARIABLES, limits),
-        when=rubric.compile_expression(when, INPUT_VARIABLES, limits) if when else None,
+        when=rubric.compile_expression(when, WHEN_VARIABLES, limits) if when else None,
         limits=limits,
     )
     return _shared_bindings(compiled)

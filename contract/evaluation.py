@@ -20,9 +20,12 @@ class Evaluation:
     split: str  # "train" | "held_out"
     eligible: bool
     errors: tuple[EvaluationError, ...] = ()
+    # What each judge said and how it was read (contract/judges.py ``judgement``); empty
+    # for a contract without judges.
+    judgements: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body = {
             "subject_id": self.subject_id,
             "contract_hash": self.contract_hash,
             "applicable": self.applicable,
@@ -34,6 +37,9 @@ class Evaluation:
             "eligible": self.eligible,
             "errors": [error.to_json() for error in self.errors],
         }
+        if self.judgements:
+            body["judgements"] = [dict(j) for j in self.judgements]
+        return body
 
 
 def made_evaluation(subject_id: str, contract_hash: str, applicable: bool, score: float | None,
@@ -45,7 +51,7 @@ def made_evaluation(subject_id: str, contract_hash: str, applicable: bool, score
     made = _new(Evaluation)
     made.__dict__.update(subject_id=subject_id, contract_hash=contract_hash, applicable=applicable,
                          score=score, components=components, gates=gates, gated=gated, split=split,
-                         eligible=eligible, errors=errors)
+                         eligible=eligible, errors=errors, judgements=())
     return made
 
 

@@ -16,6 +16,7 @@ from contract import vocabulary as v
 from contract.input_caps import MAX_EVENTS, MAX_ITEMS, MAX_TEXT, MAX_TOOL_CALLS, MAX_TURNS, Caps
 from contract.input_scan import Scan, Turn, text_of
 from contract.sections import Harness
+from contract.signals import Reaction, reaction, reaction_json, signals_json
 from contract.subject import Subject
 from events.model import RecordedEvent, utc
 
@@ -46,14 +47,15 @@ def _builders(names: Collection[str]) -> list[tuple[str, Callable[[_Digest], Any
     (each contract version asks for the same one every time)."""
     found = _CHOSEN.get(names) if type(names) is frozenset else None
     if found is None:
-        found = [(n, _BUILDERS[n]) for n in v.INPUT_VARIABLES if n in names]
+        # (``judge`` is not built from the events: contract/judged.py adds the verdicts.)
+        found = [(n, _BUILDERS[n]) for n in v.INPUT_VARIABLES if n in names and n in _BUILDERS]
         if type(names) is frozenset and len(_CHOSEN) < 256:
             _CHOSEN[names] = found
     return found
 
 
 _CHOSEN: dict[frozenset[str], list[tuple[str, Callable[[_Digest], Any]]]] = {}
-_ALL_BUT_TRUNCATED = frozenset(v.INPUT_VARIABLES) - {"truncated"}
+_ALL_BUT_TRUNCATED = frozenset(v.INPUT_VARIABLES) - {"truncated", "judge"}
 
 
 T = TypeVar("T")
@@ -90,6 +92,19 @@ class _Digest:
         return _tool_calls(self.scan.called, self.scan.results, self.harness, self.served_by, self.caps)
 
     @_computed_once
+    def reactions(self) -> list[Reaction]:
+        """How the user answered each turn: by the next turn, the last one by the
+        ``turn.user`` that closed the subject (if that is what closed it)."""
+        if not self.turns:  # (an episode of no turn: a session started and ended)
+            return []
+        closer = self.subject.closer
+        after_last = (text_of(closer.payload.get("text"))
+                      if closer is not None and closer.type == v.TURN_USER else None)
+        nexts = [t.user_text for t in self.turns[1:]] + [after_last]
+        return [reaction(t.user_text, bool(t.assistant), n)
+                for t, n in zip(self.turns, nexts, strict=True)]
+
+    @_computed_once
     def outcome(self) -> dict[str, Any]:
         return _outcome(self.scan.completed)
 
@@ -102,7 +117,8 @@ class _Digest:
 _BUILDERS: dict[str, Callable[[_Digest], Any]] = {
     "subject": lambda d: _subject(d.subject),
     "events": lambda d: [_event(e, d.caps) for e in d.events[:MAX_EVENTS]],
-    "turns": lambda d: [_turn_json(t, d.caps) for t in d.turns[:MAX_TURNS]],
+    "turns": lambda d: [_turn_json(t, r, d.caps) for t, r in zip(d.turns[:MAX_TURNS], d.reactions,
+                                                                 strict=False)],
     "user_text": lambda d: d.caps.text("\n\n".join(t.user_text for t in d.turns), MAX_TEXT),
     "assistant_text": lambda d: d.caps.text("\n\n".join("\n".join(t.assistant) for t in d.turns),
                                             MAX_TEXT),
@@ -117,6 +133,7 @@ _BUILDERS: dict[str, Callable[[_Digest], Any]] = {
     "counts": lambda d: _counts(d.events, d.scan.by_type, d.turns,
                                 _tool_tallies(d.scan.called, d.scan.results, d.harness, d.served_by)),
     "duration_s": lambda d: _duration(d.events),
+    "signals": lambda d: signals_json(d.reactions, d.scan.feedback, d.scan.results, d.caps),
 }
 
 
@@ -127,6 +144,7 @@ def _subject(subject: Subject) -> dict[str, Any]:
         "stream_id": subject.stream_id,
         "first_seq": subject.first_seq,
         "last_seq": subject.last_seq,
+        "closed_by": subject.closed_by,
     }
 
 
@@ -145,8 +163,9 @@ def _event(event: RecordedEvent, caps: Caps) -> dict[str, Any]:
     }
 
 
-def _turn_json(turn: Turn, caps: Caps) -> dict[str, Any]:
+def _turn_json(turn: Turn, reacted: Reaction, caps: Caps) -> dict[str, Any]:
     return {
+        **reaction_json(reacted, caps),
         "user_seq": turn.user_seq,
         "user_text": caps.text(turn.user_text),
         "assistant_text": caps.text("\n".join(turn.assistant)),

@@ -87,13 +87,17 @@ class TriggerPolicy(BaseModel):
     gate_seed: Annotated[int, Field(ge=0)] = Field(0, description="Seed of the gate's bootstrap")
     gate_offline: bool = Field(
         True, description="rollout gate: also measure the offline metric and record it beside")
-    gate_probes: Annotated[int, Field(ge=0, le=512)] | None = Field(
-        None, description="Tasks per probe set (the harness's general set and the specialist's "
-        "unseen templates) that parent and successor answer for the non-inferiority check; "
+    gate_probes: Annotated[int, Field(ge=0, le=1024)] | None = Field(
+        None, description="Tasks per probe set (the harness's general set, the specialist's "
+        "unseen templates and retention set) that parent and successor answer for the "
+        "non-inferiority check; "
         "unset: 48 for a rollout gate on the task harness, else 0 (none)")
     gate_probe_margin: Unit = Field(
-        0.05, description="Not promoted when the successor's loss on a probe set exceeds this "
-        "margin with confidence (the interval's upper end below -margin)")
+        0.05, description="Not promoted unless the successor is shown to lose no more than this "
+        "on every probe set (the one-sided lower bound at gate_probe_power at or above -margin)")
+    gate_probe_power: Annotated[float, Field(gt=0.5, lt=1.0)] = Field(
+        0.8, description="Level of that one-sided bound: the chance that a successor truly "
+        "losing the margin on a probe set is stopped")
 
     @field_validator("schedule")
     @classmethod
@@ -134,6 +138,6 @@ LATER_DEFAULTS: dict[str, Any] = {
     "rollout_prompts": 32, "dataset": "all", "base_model": None, "hyper": {}, "alias": None,
     "contract": None, "backoff_factor": 2.0, "backoff_wait": None, "gate_test": "margin",
     "gate_confidence": 0.95, "gate_resamples": 10_000, "gate_seed": 0, "gate_offline": True,
-    "gate_probes": None, "gate_probe_margin": 0.05,
+    "gate_probes": None, "gate_probe_margin": 0.05, "gate_probe_power": 0.8,
 }
 DISABLED = TriggerPolicy(enabled=False)  # no policy anywhere: only manual triggers

@@ -12,31 +12,20 @@ import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     SerializerFunctionWrapHandler,
-    StringConstraints,
     Tag,
     field_validator,
     model_serializer,
     model_validator,
 )
 
+from contract.judges import Judge
 from contract.policy import TriggerPolicy
+from contract.sections_base import Digest, Expression, ItemId, Name, Section, ToolName, Unit
 
-Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
-ItemId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
-ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")]
-Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
-# Stripped: surrounding whitespace of a TOML multi-line string is layout, not meaning.
-Expression = Annotated[str, StringConstraints(strip_whitespace=True), Field(min_length=1)]
-Unit = Annotated[float, Field(ge=0.0, le=1.0)]
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+__all__ = ["Digest", "Expression", "ItemId", "Judge", "Name", "Section", "ToolName", "Unit"]
 
 
 class ContractMeta(Section):
@@ -114,6 +103,23 @@ class Generation(Section):
     max_temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 2.0
 
 
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class SessionLife(Section):
+    """When a session of outside traffic (the gateway's, OTLP's) ends by itself."""
+
+    # A session whose last event is this old ends: the server writes `session.expired`
+    # once, which closes its open turn and episode (contract/subject.py).
+    idle_timeout: Annotated[str, Field(pattern=r"^[1-9][0-9]{0,6}(s|m|h|d)$")] | None = None
+
+    @property
+    def idle_timeout_s(self) -> int | None:
+        if self.idle_timeout is None:
+            return None
+        return int(self.idle_timeout[:-1]) * _SECONDS[self.idle_timeout[-1]]
+
+
 class Harness(Section):
     base_model: Annotated[str, Field(min_length=1)]
     base_model_digest: Digest | None = None
@@ -126,12 +132,14 @@ class Harness(Section):
     # Added later: left out of the canonical form when unset, so documents written before
     # it keep their content hash.
     generation: Generation | None = None
+    sessions: SessionLife | None = None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if data.get("generation") is None:
-            data.pop("generation", None)
+        for later in ("generation", "sessions"):
+            if data.get(later) is None:
+                data.pop(later, None)
         return data
 
     @property
@@ -203,12 +211,26 @@ class EvaluationSection(Section):
     criteria: Annotated[list[Criterion], Field(min_length=1)]
     gates: list[Gate] = []
     split: Split = Split()
+    # Added later: left out of the canonical form when empty, so documents written before
+    # judges existed keep their content hash (contract/judges.py).
+    judges: list[Judge] = []
 
-    @field_validator("criteria", "gates")
+    @field_validator("criteria", "gates", "judges")
     @classmethod
-    def _by_id(cls, items: list[Criterion] | list[Gate]) -> list[Criterion] | list[Gate]:
-        # Criteria and gates are sets keyed by id; reordering them must not change the hash.
-        return sorted(items, key=lambda item: item.id)  # type: ignore[return-value]
+    def _by_id(cls, items: list[Any]) -> list[Any]:
+        # Criteria, gates and judges are sets keyed by id; reordering them must not change
+        # the hash.
+        return sorted(items, key=lambda item: item.id)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("judges"):
+            data.pop("judges", None)
+        return data
+
+    def judge(self, judge_id: str) -> Judge | None:
+        return next((j for j in self.judges if j.id == judge_id), None)
 
 
 class Training(Section):

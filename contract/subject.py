@@ -4,15 +4,17 @@ A stream's events arrive in `stream_seq` order. Two workers that see the same pr
 stream must agree on which subjects are finished and on what each contains, so a subject
 closes only on an event *in the stream* (never on a clock):
 
-- `episode`: the events after the previous `episode.completed` (or from the start of the
-  stream) up to and including the next `episode.completed`. Closed by that event.
-  Id: `episode:<stream_id>:<seq of its episode.completed>`.
+- `episode`: the events after the previous episode end (or from the start of the stream)
+  up to and including the next one: `episode.completed` (an explicit end, an OTLP root
+  span's end) or `session.expired` (the server's, once, after the contract's idle
+  timeout). Closed by that event. Id: `episode:<stream_id>:<seq of its end>`.
 - `turn`: a `turn.user` and everything after it (route decision, tool calls and results,
   the assistant's answer, feedback on it) up to, not including, the next `turn.user` or
-  `episode.completed`. Closed by that next event, so feedback given right after an answer
-  belongs to the turn. The price: the last turn of a stream that never sends another
-  `turn.user` nor `episode.completed` is never evaluated, and feedback that arrives after
-  the next `turn.user` counts only for the episode. Id: `turn:<stream_id>:<seq of turn.user>`.
+  episode end. Closed by that next event (a turn is judged when the user answers it), so
+  feedback given right after an answer belongs to the turn, and the closing event is
+  kept with the subject (``closer``): what the user did next is part of the judgement
+  (contract/signals.py). A turn no event closes is never judged; a session that goes
+  idle is closed by its `session.expired`. Id: `turn:<stream_id>:<seq of turn.user>`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
+from contract.vocabulary import EPISODE_ENDS, TURN_USER
 from events.model import RecordedEvent
 
 
@@ -30,6 +32,14 @@ class Subject:
     kind: str  # "turn" | "episode"
     stream_id: str
     events: tuple[RecordedEvent, ...]
+    # The event that closed it: an episode's own last event; a turn's next `turn.user` or
+    # episode end (not one of its events). None for a subject built by other means.
+    closer: RecordedEvent | None = None
+
+    @property
+    def closed_by(self) -> str | None:
+        """How it ended: the closing event's type."""
+        return self.closer.type if self.closer is not None else None
 
     @property
     def first_seq(self) -> int:
@@ -62,7 +72,7 @@ def subjects_closed_by_last(stream_events: Sequence[RecordedEvent], kind: str) -
 def closed_subjects(ordered: Sequence[RecordedEvent], kind: str) -> list[tuple[int, Subject]]:
     """Every subject of `kind` closed within ``ordered`` (one stream's events in seq
     order: the caller's word, not checked), each with the seq of the event that closes
-    it: an episode's own last event, a turn's next `turn.user` or `episode.completed`."""
+    it: an episode's own last event, a turn's next `turn.user` or episode end."""
     if kind == "episode":
         return _episodes(ordered)
     if kind == "turn":
@@ -80,10 +90,11 @@ def _ordered(stream_events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
 def _episodes(events: Sequence[RecordedEvent]) -> list[tuple[int, Subject]]:
     subjects, start = [], 0
     for index, event in enumerate(events):
-        if event.type == EPISODE_COMPLETED:
+        if event.type in EPISODE_ENDS:
             part = tuple(events[start : index + 1])
             subject_id = f"episode:{event.stream_id}:{event.stream_seq}"
-            subjects.append((event.stream_seq, Subject(subject_id, "episode", event.stream_id, part)))
+            subjects.append((event.stream_seq, Subject(subject_id, "episode", event.stream_id, part,
+                                                       event)))
             start = index + 1
     return subjects
 
@@ -98,9 +109,10 @@ def _turns(events: Sequence[RecordedEvent]) -> list[tuple[int, Subject]]:
             opener = events[start]
             subject_id = f"turn:{opener.stream_id}:{opener.stream_seq}"
             part = tuple(events[start:index])
-            subjects.append((event.stream_seq, Subject(subject_id, "turn", opener.stream_id, part)))
+            subjects.append((event.stream_seq, Subject(subject_id, "turn", opener.stream_id, part,
+                                                       event)))
         start = index if event.type == TURN_USER else None
     return subjects
 
 
-_TURN_BOUNDS = frozenset({TURN_USER, EPISODE_COMPLETED})
+_TURN_BOUNDS = frozenset({TURN_USER, *EPISODE_ENDS})

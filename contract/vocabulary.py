@@ -15,6 +15,11 @@ TOOL_CALLED = "tool.called"
 TOOL_RESULT = "tool.result"
 FEEDBACK_GIVEN = "feedback.given"
 EPISODE_COMPLETED = "episode.completed"
+# Written by the server, once, when a session of outside traffic has been idle for its
+# contract's `harness.sessions.idle_timeout`: it ends the open episode and turn as
+# `episode.completed` does, with no outcome.
+SESSION_EXPIRED = "session.expired"
+EPISODE_ENDS = frozenset({EPISODE_COMPLETED, SESSION_EXPIRED})
 
 EXPERIENCE_EVENT_TYPES = (
     SESSION_STARTED,
@@ -25,6 +30,7 @@ EXPERIENCE_EVENT_TYPES = (
     TOOL_RESULT,
     FEEDBACK_GIVEN,
     EPISODE_COMPLETED,
+    SESSION_EXPIRED,
 )
 CUSTOM_EVENT_PREFIX = "x."
 
@@ -48,7 +54,13 @@ INPUT_VARIABLES = (
     "counts",
     "duration_s",
     "truncated",
+    "signals",
+    "judge",
 )
+
+# ``judge`` holds the verdicts of the contract's judges (contract/judges.py), computed after
+# ``applies_to`` decided the judges are needed at all: ``applies_to.when`` cannot read it.
+WHEN_VARIABLES = tuple(name for name in INPUT_VARIABLES if name != "judge")
 
 # Extra variables only the training eligibility expression sees: the evaluation's result.
 RESULT_VARIABLES = ("score", "components", "gates", "split")

@@ -126,7 +126,8 @@ def link_template(record: RewardRecord) -> LinkTemplate | None:
     and string values (whose quotes are escaped)."""
     score, created = record.score, record.created_at
     created_json: datetime | str = created
-    if record.errors or not _all_plain(score, record.components, record.gates, record.event_ids):
+    if record.errors or record.judgements or not _all_plain(score, record.components, record.gates,
+                                                             record.event_ids):
         return None
     # orjson writes an aware UTC datetime as isoformat does, but for a whole second
     # (where isoformat(timespec="microseconds") still writes ".000000").

@@ -78,7 +78,7 @@ def commit_now(engine: Engine, rewards: RewardStore, chunk: Chunk, verdict: Verd
         if moved != 1:
             transaction.rollback()
             return None
-        rewards.record(chunk.records, conn)
+        rewards.record(chunk.records, conn, chunk.awaiting)
         job = _job(engine, chunk.job_id, conn)
         assert job is not None  # (updated just now, in this transaction)
         if job.status == RUNNING and job.done_position >= job.to_position:

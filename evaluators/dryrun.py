@@ -23,16 +23,18 @@ from contract.evaluate import Evaluation
 from contract.rubric import EvaluationError
 from contract.subject import Subject
 from contract.versions import PUBLISHED, ContractVersion, ContractVersions, VersionNotFound
-from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
+from contract.vocabulary import EPISODE_ENDS, TURN_USER
 from evaluators.active import compile_version
+from evaluators.dryrun_judges import JudgeTally, waiting_evaluation
+from evaluators.judging import JudgeUnavailable, Judging
 from evaluators.model import subject_tenant
-from evaluators.scoring import ScoringVersion, evaluate, split_of
+from evaluators.scoring import ScoringVersion, evaluate, evaluate_with_judges, split_of
 from evaluators.subjects import SubjectReader
 from events.store import Closer, EventStore
 
 MAX_SUBJECTS = 10_000
 DEFAULT_BUDGET_S = 120.0
-CLOSERS_OF = {"turn": (TURN_USER, EPISODE_COMPLETED), "episode": (EPISODE_COMPLETED,)}
+CLOSERS_OF = {"turn": (TURN_USER, *sorted(EPISODE_ENDS)), "episode": tuple(sorted(EPISODE_ENDS))}
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class DryRun:
     max_error_rate: float = 1.0  # above it the draft fails the check
     stopped: str | None = None  # why scoring stopped before every selected subject, if it did
     tenant: str | None = None  # whose subjects were scored (None: every tenant's)
+    judges: JudgeTally | None = None  # the draft's judges' verdicts, when it has judges
 
     @property
     def passed(self) -> bool:
@@ -83,7 +86,8 @@ class DryRun:
                 "truncated": self.truncated, "stopped": self.stopped, "tenant": self.tenant,
                 "report": self.report.to_json(),
                 "check": {"max_error_rate": self.max_error_rate,
-                          "error_rate": round(self.report.error_rate, 6), "passed": self.passed}}
+                          "error_rate": round(self.report.error_rate, 6), "passed": self.passed},
+                **({"judges": self.judges.to_json()} if self.judges is not None else {})}
 
 
 # Called with (subjects scored, subjects selected) after each subject.
@@ -94,8 +98,10 @@ class DryRuns:
     def __init__(self, store: EventStore, contracts: ContractVersions,
                  max_error_rate: float = 0.05, subject_budget_s: float | None = None,
                  budget_s: float = DEFAULT_BUDGET_S,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 judging: Judging | None = None) -> None:
         self.store, self.contracts = store, contracts
+        self.judging = judging if judging is not None else Judging(store)
         self.subject_budget_s, self.budget_s, self._monotonic = subject_budget_s, budget_s, monotonic
         self.subjects = SubjectReader(store)
         self.max_error_rate = max_error_rate
@@ -108,10 +114,17 @@ class DryRuns:
 
     def run(self, name: str, version: int, selection: Selection, baseline: int | None = None,
             top: int = 10, max_error_rate: float | None = None, compare: bool = True,
-            tenant: str | None = None, on_progress: OnProgress | None = None) -> DryRun:
+            tenant: str | None = None, on_progress: OnProgress | None = None,
+            ask_judges: bool = True) -> DryRun:
         """Score version ``version`` (typically a draft) and ``baseline`` over ``selection``,
         only ``tenant``'s subjects if given, for at most ``budget_s`` seconds;
-        ``compare=False`` skips the baseline (the publish check needs only the errors)."""
+        ``compare=False`` skips the baseline (the publish check needs only the errors).
+
+        A version with judges is scored with their verdicts: those the log holds, and
+        (``ask_judges``) the judge models are asked for the rest and each answer recorded
+        (``judge.verdict``), so what the dry run shows is what publishing will score
+        with. A subject whose verdict cannot be had is left out of the report and counted
+        in ``judges.waiting``, with the reason."""
         started = self._monotonic()
         draft = self.contracts.get(name, version)
         base = self._baseline(draft, baseline) if compare else None
@@ -122,22 +135,46 @@ class DryRuns:
         base_evals: list[Evaluation] = []
         served_by: dict[str, str | None] = {}
         stopped = None
+        judged = JudgeTally() if scoring.judged else None
         for done, subject in enumerate(subjects):
             if self._monotonic() - started > self.budget_s:
                 stopped = (f"time budget of {self.budget_s:g}s spent after {done} of "
                            f"{len(subjects)} subjects")
                 break
             inputs: dict[int, dict[str, Any]] = {}
-            evaluation, served_by[subject.id] = _safe(subject, scoring, inputs)
-            draft_evals.append(evaluation)
+            found, served_by[subject.id] = self._judged(subject, scoring, inputs, judged, ask_judges)
+            if found is None:
+                continue
+            draft_evals.append(found)
             if base_scoring is not None:
-                base_evals.append(_safe(subject, base_scoring, inputs)[0])
+                base_evals.append(self._judged(subject, base_scoring, inputs, None, False)[0]
+                                  or _waiting(subject, base_scoring))
             if on_progress is not None:
                 on_progress(done + 1, len(subjects))
         report = dry_run_report(draft_evals, base_evals, top=top, specialists=served_by)
         limit = self.max_error_rate if max_error_rate is None else max_error_rate
         return DryRun(draft, base, selection, len(draft_evals), truncated, report, limit,
-                      stopped, tenant)
+                      stopped, tenant, judged)
+
+    def _judged(self, subject: Subject, version: ScoringVersion, inputs: dict[int, dict[str, Any]],
+                tally: JudgeTally | None, ask: bool) -> tuple[Evaluation | None, str | None]:
+        """``_safe``, with the judges' verdicts for a version that has judges (None: one is
+        missing; ``tally`` counts it and keeps the reason)."""
+        if not version.judged:
+            return _safe(subject, version, inputs)
+        try:
+            found, subject_input = evaluate_with_judges(subject, version, self.judging, inputs,
+                                                        ask=ask and (tally is None or tally.asking))
+        except JudgeUnavailable as exc:  # no more asking in this run: the rest is counted
+            if tally is not None:
+                tally.unavailable(str(exc))
+            return None, None
+        except Exception:  # reported as _safe reports it
+            return _safe(subject, version, inputs)
+        if tally is not None:
+            tally.add(found)
+        served = subject_input.get("specialist")
+        return found, served if isinstance(served, str) else None
 
     def _baseline(self, draft: ContractVersion, chosen: int | None) -> ContractVersion | None:
         if chosen is not None:
@@ -182,6 +219,11 @@ class DryRuns:
             before = page[-1].position - 1
         subjects.sort(key=lambda s: s.events[-1].position, reverse=True)
         return sorted(subjects[:n], key=lambda s: s.events[-1].position)
+
+
+def _waiting(subject: Subject, version: ScoringVersion) -> Evaluation:
+    return waiting_evaluation(subject.id, version.ref.content_hash,
+                              split_of(subject, version.compiled.document.harness))
 
 
 def _of_tenant(subjects: list[Subject], tenant: str | None) -> list[Subject]:

@@ -43,11 +43,14 @@ from sqlalchemy.exc import DBAPIError
 from contract.events import Published
 from contract.versions import ContractVersions, VersionConflict, VersionNotFound, contract_stream
 from evaluators.active import ActiveContracts
+from evaluators.judge_backlog import JudgeBacklog
+from evaluators.judging import Judging
 from evaluators.model import RewardRecord
 from evaluators.reevaluation import Job, Reevaluations
 from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
-from evaluators.scoring import ScoringVersion, score_subjects, subject_kinds
+from evaluators.scoring import Awaiting, ScoringVersion, score_subjects, subject_kinds
+from evaluators.session_expiry import SessionExpiry
 from evaluators.subjects import SubjectReader
 from events.feed import LogReader, LogUnavailable, ResultsTransaction
 from events.model import RecordedEvent
@@ -59,6 +62,10 @@ CONTRACT_PUBLISHED = Published.TYPE
 CONTRACT_STREAM = contract_stream("")  # the prefix of every contract's stream
 JOBS_LOOK_S = 1.0  # how long a re-evaluation job started elsewhere may wait for a worker
 REFRESH_S = 10.0  # the longest the database reader goes without re-reading active versions
+EXPIRY_LOOK_S = 5.0  # how often idle sessions are looked for (evaluators/session_expiry.py)
+# The judge backlog (evaluators/judge_backlog.py): looked at this often, and for at most
+# this long per step (a judge answers in seconds; the log must not wait much longer).
+BACKLOG_LOOK_S, BACKLOG_BUSY_S, BACKLOG_IDLE_S = 2.0, 2.0, 10.0
 # The most events one poll hands to a step. A poll returns what is there (it waits only
 # when there is nothing), so this bounds a step only while catching up. Larger steps pay
 # the fixed costs (the read, the reward writers' lock and its reads, the checkpoint and a
@@ -99,8 +106,17 @@ class Totals:
 class Evaluator:
     def __init__(self, store: EventStore, contracts: ContractVersions, rewards: RewardStore,
                  reevaluations: Reevaluations, reader: LogReader[RecordedEvent],
-                 batch_size: int = DEFAULT_BATCH, subject_budget_s: float | None = None) -> None:
+                 batch_size: int = DEFAULT_BATCH, subject_budget_s: float | None = None,
+                 expiry: SessionExpiry | None = None, judging: Judging | None = None,
+                 backlog: JudgeBacklog | None = None) -> None:
         self.store, self.rewards, self.reevaluations = store, rewards, reevaluations
+        self.expiry = expiry
+        self._next_expiry = 0.0  # monotonic time of the next look for idle sessions
+        # The judges' verdicts the log holds; a subject missing one goes to the backlog,
+        # which asks the judge between polls (evaluators/judge_backlog.py).
+        self.judging = judging if judging is not None else Judging(store)
+        self.backlog = backlog
+        self._next_backlog = 0.0  # monotonic time of the next look at the judge backlog
         self.reader, self.batch_size = reader, batch_size
         self.active = ActiveContracts(contracts, subject_budget_s)
         self.subjects = SubjectReader(store)
@@ -126,11 +142,12 @@ class Evaluator:
         try:
             versions = self._versions(events)  # after the poll: see the module docstring
             subjects = self.subjects.closed_by(events, subject_kinds(versions))
-            scored = score_subjects(subjects, versions)
+            awaiting: list[Awaiting] = []
+            scored = score_subjects(subjects, versions, self.judging, awaiting)
             # Before the position can commit: a publication's job must not be skipped.
             started = tuple(self._start_jobs(events))
             transaction = self.reader.results_transaction()  # bound to this batch's position
-            stored = self._store(scored, transaction)
+            stored = self._store(scored, transaction, awaiting)
         except BaseException:
             self._abandon()
             raise
@@ -138,7 +155,8 @@ class Evaluator:
             self.reader.commit()  # only now: every reward of the batch is durable
         return StepResult(len(events), len(subjects), stored, started)
 
-    def _store(self, records: list[RewardRecord], transaction: ResultsTransaction | None) -> int:
+    def _store(self, records: list[RewardRecord], transaction: ResultsTransaction | None,
+               awaiting: list[Awaiting] | None = None) -> int:
         """Store a batch's rewards; the number of rewards newly stored by this call.
 
         A reader that commits its position in the rewards' transaction (the database
@@ -147,15 +165,17 @@ class Evaluator:
         over), then this batch's starts with the position this batch reached. Other
         readers: stored here and now.
         """
+        waiting = awaiting or []
         if transaction is None:
-            return len(self.rewards.record(records))
+            return len(self.rewards.record(records, awaiting=waiting))
         stored = self.saves.wait()
-        self.saves.submit(lambda: self._save(transaction, records))
+        self.saves.submit(lambda: self._save(transaction, records, waiting))
         return stored
 
-    def _save(self, transaction: ResultsTransaction, records: list[RewardRecord]) -> int:
+    def _save(self, transaction: ResultsTransaction, records: list[RewardRecord],
+              awaiting: list[Awaiting]) -> int:
         with transaction() as conn:
-            return len(self.rewards.record(records, conn))
+            return len(self.rewards.record(records, conn, awaiting))
 
     def _abandon(self) -> None:
         """After a failure: let the save in flight end (it commits its batch with its
@@ -202,11 +222,46 @@ class Evaluator:
         started waits for the next look.
         """
         result = self.poll_once(timeout)
+        self._expire_idle()
+        judged = self._judge_waiting(busy=bool(result.events))
         job = None
         if result.jobs_started or time.monotonic() >= self._next_jobs_look:
             job = self.reevaluations.step()
             self._next_jobs_look = 0.0 if job is not None else time.monotonic() + JOBS_LOOK_S
-        return StepResult(result.events, result.subjects, result.rewards, result.jobs_started, job)
+        return StepResult(result.events, result.subjects, result.rewards + judged, result.jobs_started,
+                          job)
+
+    def _judge_waiting(self, busy: bool) -> int:
+        """Now and then, ask the judges for the subjects waiting for them (a bounded step,
+        shorter while the log has more for this worker): the rewards it stored."""
+        if self.backlog is None or time.monotonic() < self._next_backlog:
+            return 0
+        try:
+            done = self.backlog.step(budget_s=BACKLOG_BUSY_S if busy else BACKLOG_IDLE_S)
+        except DBAPIError as exc:  # the next look tries again; scoring goes on
+            log.warning("judging waiting subjects failed (%s)", exc)
+            done = None
+        except Exception:  # a bug in judging must not stop the scoring of the log
+            log.exception("judging waiting subjects failed; the next look tries again")
+            done = None
+        more = done is not None and done.judged > 0 and done.deferred == 0 and done.due > done.judged
+        self._next_backlog = 0.0 if more else time.monotonic() + BACKLOG_LOOK_S
+        return done.judged if done is not None else 0
+
+    def _expire_idle(self) -> None:
+        """Now and then, end the sessions idle past the timeout: their ``session.expired``
+        comes back through the log, and the subjects it closes are scored as any other."""
+        if self.expiry is None or time.monotonic() < self._next_expiry:
+            return
+        self._next_expiry = time.monotonic() + EXPIRY_LOOK_S
+        try:
+            swept = self.expiry.sweep()
+        except Exception:  # noqa: BLE001 (the next look tries again; scoring goes on)
+            log.exception("looking for idle sessions failed; looking again in %.0f s",
+                          EXPIRY_LOOK_S)
+            return
+        if swept.expired:
+            log.info("%d idle sessions ended (session.expired)", swept.expired)
 
     def run(self, stop: threading.Event, on_step: Callable[[StepResult], None] | None = None,
             poll_timeout: float = 1.0, max_backoff: float = 10.0) -> None:
@@ -255,6 +310,9 @@ class Evaluator:
 
     def _caught_up(self) -> bool:
         if self.reevaluations.jobs(status="running"):
+            return False
+        if self.backlog is not None and self.backlog.due_now():
+            self._next_backlog = 0.0  # judge them at the next step
             return False
         return self.reader.caught_up()
 

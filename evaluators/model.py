@@ -64,6 +64,10 @@ class RewardRecord:
     tenant: str | None = None  # the subject's tenant; None: operators only (see subject_tenant)
     prev_hash: str | None = None  # the reward chain (evaluators/chain.py), set when stored
     hash: str | None = None
+    # The judges' verdicts the score rests on (contract/judges.py ``judgement``: the judge
+    # model's digest, the prompt's hash, the seed, the raw verdict and how it was read);
+    # empty when the contract has no judge.
+    judgements: tuple[Mapping[str, Any], ...] = ()
 
     def placed(self, position: int, prev_hash: str, hash: str) -> RewardRecord:
         """This record at ``position`` in the reward chain.
@@ -109,7 +113,11 @@ class RewardRecord:
             "created_at": self.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
             "prev_hash": self.prev_hash,
             "hash": self.hash,
-        }
+        } | self._judged()
+
+    def _judged(self) -> dict[str, Any]:
+        # Only when there are some: rewards made before judges existed keep their chain hashes.
+        return {"judgements": [dict(j) for j in self.judgements]} if self.judgements else {}
 
 
 def reward_id_for(subject_id: str, name: str, version: int) -> uuid.UUID:
@@ -133,7 +141,7 @@ def reward_for(subject: Subject, version: VersionRef, evaluation: Evaluation,
     return _record(subject, version, None if errors else evaluation.score,
                    dict(evaluation.components), dict(evaluation.gates), evaluation.split,
                    _text(subject_input.get("specialist")), _text(subject_input.get("adapter_version")),
-                   evaluation.eligible and not errors, errors)
+                   evaluation.eligible and not errors, errors, evaluation.judgements)
 
 
 def failed_reward(subject: Subject, version: VersionRef, message: str, split: str) -> RewardRecord:
@@ -145,7 +153,8 @@ def failed_reward(subject: Subject, version: VersionRef, message: str, split: st
 
 def _record(subject: Subject, version: VersionRef, score: float | None, components: dict[str, float],
             gates: dict[str, bool], split: str, specialist: str | None, adapter_version: str | None,
-            eligible: bool, errors: tuple[Mapping[str, str], ...]) -> RewardRecord:
+            eligible: bool, errors: tuple[Mapping[str, str], ...],
+            judgements: tuple[Mapping[str, Any], ...] = ()) -> RewardRecord:
     """A new record of ``subject`` under ``version``, with where it came from.
 
     Its fields set as ``RewardRecord.placed`` sets them, without the frozen dataclass's
@@ -165,6 +174,7 @@ def _record(subject: Subject, version: VersionRef, score: float | None, componen
         "specialist": specialist, "adapter_version": adapter_version, "eligible": eligible,
         "errors": errors, "created_at": datetime.now(UTC), "position": None,
         "tenant": subject_tenant(subject), "prev_hash": None, "hash": None,
+        "judgements": judgements,
     })
     return record
 

@@ -10,6 +10,7 @@ check's figures and the reason are recorded in the ``contract.published`` event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,16 +56,35 @@ class PublishCheck:
         return text
 
 
+class JudgeUnknown(Conflict):
+    """A judge the version names has a model no endpoint serves and no base model has."""
+
+    code = "judge_not_registered"
+
+
 class Publisher:
-    def __init__(self, contracts: ContractVersions, dry_runs: DryRuns, last: int) -> None:
+    def __init__(self, contracts: ContractVersions, dry_runs: DryRuns, last: int,
+                 judge_known: Callable[[str], bool] | None = None) -> None:
         self.contracts, self.dry_runs, self.last = contracts, dry_runs, last
+        # Whether a judge model's digest can be asked here (an endpoint, or a registered
+        # base model); None: not checked.
+        self.judge_known = judge_known
+
+    def unknown_judges(self, name: str, version: int) -> list[str]:
+        """The digests of the version's judges that no endpoint or base model has."""
+        if self.judge_known is None:
+            return []
+        judges = self.contracts.get(name, version).parsed().evaluation.judges
+        return sorted({j.model for j in judges if not self.judge_known(j.model)})
 
     def check(self, name: str, version: int) -> PublishCheck | None:
         """The dry run of ``name@version`` on recent history (None: checks are off)."""
         if self.last < 1:
             return None
+        # Judges are not asked here (a publish would wait on hundreds of model calls): the
+        # verdicts the log holds count, as a dry run of the draft recorded them.
         return PublishCheck.of(self.dry_runs.run(name, version, Selection(last=self.last),
-                                                 compare=False))
+                                                 compare=False, ask_judges=False))
 
     def publish(self, name: str, version: int, actor: str, force: bool = False,
                 reason: str = "") -> tuple[ContractVersion, PublishCheck | None]:
@@ -73,10 +93,16 @@ class Publisher:
             raise Invalid("forcing a publish needs a reason (it is recorded in the event)")
         if self.contracts.get(name, version).status != DRAFT:
             return self.contracts.publish(name, version, actor), None  # refuses: not a draft
+        unknown = self.unknown_judges(name, version)
+        if unknown and not force:
+            raise JudgeUnknown(f"{name}@{version} was not published: judge model {', '.join(unknown)} "
+                               "is not registered (no base model has these weights and "
+                               "HCP_JUDGE_ENDPOINTS names no endpoint for it); its subjects would "
+                               "wait for it; register it, or publish with force and a reason")
         check = self.check(name, version)
-        failed = check is not None and not check.passed
-        if failed and not force:
-            raise PublishRefused(f"{name}@{version} was not published: {check.describe()}; "  # type: ignore[union-attr]
+        failed = (check is not None and not check.passed) or bool(unknown)
+        if check is not None and not check.passed and not force:
+            raise PublishRefused(f"{name}@{version} was not published: {check.describe()}; "
                                  "fix it, or publish with force and a reason")
         published = self.contracts.publish(name, version, actor,
                                            check=check.to_json() if check else None,

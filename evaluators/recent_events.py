@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from contract.vocabulary import EPISODE_COMPLETED
+from contract.vocabulary import EPISODE_ENDS
 from events.model import RecordedEvent
 
 # Bounds on memory: the streams least recently extended are forgotten first.
@@ -55,7 +55,7 @@ class RecentEvents:
                 continue
             if found is not None:
                 self._held -= len(found[1])
-            if event.type == EPISODE_COMPLETED:
+            if event.type in EPISODE_ENDS:
                 self._runs[stream] = (seq + 1, [])
             elif found is not None and seq == found[0] + len(found[1]) and len(found[1]) < self.max_run:
                 found[1].append(event)

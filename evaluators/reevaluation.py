@@ -45,6 +45,7 @@ from evaluators.active import compile_version
 from evaluators.chunk_claims import Claim, claim_chunk
 from evaluators.chunk_commits import commit_in_order
 from evaluators.events import ReevaluationFinished, reevaluation_stream
+from evaluators.judging import Judging
 from evaluators.reevaluation_model import (
     DEGRADED,
     FAILED,
@@ -58,7 +59,7 @@ from evaluators.reevaluation_model import (
 )
 from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
-from evaluators.scoring import ScoringVersion, score_subjects
+from evaluators.scoring import Awaiting, ScoringVersion, score_subjects
 from evaluators.subjects import SubjectReader
 from evaluators.tables import reevaluations as jobs
 from events.model import EventMetadata
@@ -74,8 +75,11 @@ STALL_S = 60.0  # the longest a scored chunk waits for the progress to move at a
 class Reevaluations:
     def __init__(self, engine: Engine, store: EventStore, contracts: ContractVersions,
                  rewards: RewardStore, chunk_positions: int = 2000,
-                 degraded_above: float = 0.05, subject_budget_s: float | None = None) -> None:
+                 degraded_above: float = 0.05, subject_budget_s: float | None = None,
+                 judging: Judging | None = None) -> None:
         self.engine, self.store, self.contracts, self.rewards = engine, store, contracts, rewards
+        # The judges' verdicts the log holds (a subject missing one waits in the backlog).
+        self.judging = judging if judging is not None else Judging(store)
         self.subjects = SubjectReader(store)
         self.chunk_positions, self.subject_budget_s = chunk_positions, subject_budget_s
         self.degraded_above = degraded_above  # error share of applicable subjects
@@ -228,8 +232,10 @@ class Reevaluations:
         # reads would queue behind it; the conditional update keeps the result exact.
         events = self.store.read_all(claim.start - 1, claim.end - claim.start + 1)
         subjects = self.subjects.closed_by(events, {version.subject_kind})
-        records = score_subjects(subjects, [version])
-        return Chunk(job.job_id, claim.start, claim.end, records, Tally.of(len(subjects), records))
+        awaiting: list[Awaiting] = []
+        records = score_subjects(subjects, [version], self.judging, awaiting)
+        return Chunk(job.job_id, claim.start, claim.end, records, Tally.of(len(subjects), records),
+                     awaiting=awaiting)
 
     def _commit(self, chunk: Chunk) -> Job | None:
         """``commit_in_order`` (evaluators/chunk_commits.py) for this worker's chunk."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -62,6 +62,7 @@ class Chunk:
     records: list[RewardRecord]
     tally: Tally
     failure: str | None = None
+    awaiting: list[Any] = field(default_factory=list)  # scoring.Awaiting: waiting for a judge
 
 
 @dataclass(frozen=True)

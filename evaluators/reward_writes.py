@@ -37,7 +37,7 @@ from kernel.db import is_postgres, is_psycopg
 from kernel.sql import insert_rows, lock_writers, pipelined, text_array
 
 REWARD_LOCK_KEY = 0x484350525744  # "HCPRWD"; the event log uses "HCPLOG"
-JSON_COLUMNS = frozenset({"event_ids", "components", "gates"})
+JSON_COLUMNS = frozenset({"event_ids", "components", "gates", "judgements"})
 
 Keys = set[tuple[str, str, int]]  # (subject, contract, version) of stored rewards
 
@@ -115,5 +115,6 @@ def to_row(record: RewardRecord) -> dict[str, Any]:
     row["event_ids"] = list(record.event_ids)
     row["components"], row["gates"] = dict(record.components), dict(record.gates)
     row["error"] = errors_text(row.pop("errors"))
+    row["judgements"] = [dict(j) for j in record.judgements]
     row["created_at"] = utc(record.created_at)
     return row

@@ -9,11 +9,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.engine import Connection, Engine
 
+from evaluators.backlog_rows import add_waiting
 from evaluators.chain import GENESIS_HASH
 from evaluators.model import RewardRecord, errors_from_text
 from evaluators.reward_writes import append_rewards
@@ -21,6 +22,9 @@ from evaluators.tables import reward_records as rr
 from kernel.clock import utc
 from kernel.db import reading
 from kernel.sql import head
+
+if TYPE_CHECKING:
+    from evaluators.scoring import Awaiting
 
 _ID_CHUNK = 500  # ids per IN (...)
 
@@ -60,17 +64,21 @@ class RewardStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def record(self, records: Sequence[RewardRecord],
-               conn: Connection | None = None) -> list[RewardRecord]:
+    def record(self, records: Sequence[RewardRecord], conn: Connection | None = None,
+               awaiting: Sequence[Awaiting] = ()) -> list[RewardRecord]:
         """Store the records not stored yet; return those, with their positions.
 
         Args:
             records: rewards in the order they should take positions.
             conn: a transaction to join (so a checkpoint or job progress commits with them).
+            awaiting: subjects whose judges have not answered yet, added to the judge
+                backlog in the same transaction (evaluators/backlog_rows.py).
         """
         if conn is not None:
+            add_waiting(conn, awaiting)
             return append_rewards(conn, records)
         with self.engine.begin() as own:
+            add_waiting(own, awaiting)
             return append_rewards(own, records)
 
     def head(self, tenant: str | None = None) -> int:
@@ -298,4 +306,5 @@ def from_row(row: Any) -> RewardRecord:
         eligible=bool(row["eligible"]), errors=errors_from_text(row["error"]),
         created_at=utc(row["created_at"]), position=row["position"], tenant=row["tenant"],
         prev_hash=row["prev_hash"], hash=row["hash"],
+        judgements=tuple(row.get("judgements") or ()),
     )

@@ -6,10 +6,10 @@ closed subject is then read back from the events table: the same rows, whichever
 reads them, so every worker builds the same subject (contract/subject.py cuts subjects on
 events in the stream, never on a clock).
 
-A subject never spans an ``episode.completed`` (an episode ends there, and a turn ends at
-the next ``turn.user`` or ``episode.completed``), so for a stream it is enough to read from
-the last ``episode.completed`` before the first closing event in the batch, up to the
-last one: bounded reads, all streams of a batch in one query. The part of a window
+A subject never spans an episode end (``episode.completed``, ``session.expired``: an
+episode ends there, and a turn ends at the next ``turn.user`` or episode end), so for a
+stream it is enough to read from the last episode end before the first closing event in
+the batch, up to the last one: bounded reads, all streams of a batch in one query. The part of a window
 before the batch is mostly the tail of the previous batches, kept in memory
 (evaluators/recent_events.py); only the rest is read.
 """
@@ -20,13 +20,13 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 from contract.subject import Subject, closed_subjects
-from contract.vocabulary import EPISODE_COMPLETED, TURN_USER
+from contract.vocabulary import EPISODE_ENDS, TURN_USER
 from evaluators.recent_events import RecentEvents
 from events.model import RecordedEvent
 from events.store import EventStore
 
 # Only these event types can close a subject of either kind.
-CLOSING_TYPES = frozenset({TURN_USER, EPISODE_COMPLETED})
+CLOSING_TYPES = frozenset({TURN_USER, *EPISODE_ENDS})
 
 
 def closing_seqs(events: Iterable[RecordedEvent]) -> dict[str, list[int]]:
@@ -102,7 +102,7 @@ class SubjectReader:
         return subjects
 
     def _read(self, reads: dict[str, tuple[int, int]]) -> dict[str, list[RecordedEvent]]:
-        return self.store.read_windows(reads, episode_end=EPISODE_COMPLETED)
+        return self.store.read_windows(reads, episode_end=EPISODE_ENDS)
 
 
 def _contiguous_runs(events: Sequence[RecordedEvent],

@@ -56,6 +56,9 @@ reward_records = Table(
     # The reward chain (evaluators/chain.py): tamper evidence that names the reward.
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
+    # The judges' verdicts the score rests on (evaluators/model.py); [] without judges,
+    # NULL in rows written before the column existed.
+    Column("judgements", JSON),
     UniqueConstraint("subject_id", "contract_name", "contract_version",
                      name="uq_reward_records_subject_version"),
     ForeignKeyConstraint(["contract_name", "contract_version"],
@@ -109,4 +112,27 @@ dry_run_jobs = Table(
     Column("error", Text),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+# Subjects whose judges have not answered yet (evaluators/judge_backlog.py): working state,
+# one row per (subject, contract version) waiting for a verdict, with why it still waits.
+# Its rows are not a projection of the log: a row says "to do", and its reward (written
+# with the row marked done, in one transaction) is what the log's consumers see.
+judge_backlog = Table(
+    "judge_backlog",
+    metadata,
+    Column("subject_id", String(300), primary_key=True),
+    Column("contract_name", String(100), primary_key=True),
+    Column("contract_version", Integer, primary_key=True),
+    Column("subject_kind", String(20), nullable=False),
+    Column("stream_id", String(200), nullable=False),
+    Column("closer_seq", BigInteger, nullable=False),  # the event that closed the subject
+    Column("tenant", String(200)),
+    Column("status", String(20), nullable=False),  # waiting | done
+    Column("attempts", Integer, nullable=False),  # asks of a judge that failed
+    Column("last_error", Text),  # why the last ask failed (endpoint down, model unknown …)
+    Column("next_at", DateTime(timezone=True), nullable=False),  # not asked again before
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Index("ix_judge_backlog_due", "status", "next_at"),
 )

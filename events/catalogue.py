@@ -23,14 +23,16 @@ from events.model import RecordedEvent
 CUSTOM_PREFIX = "x."
 RESERVED_PREFIXES = ("contract.", "reward.", "trigger.", "training.", "adapter.", "alias.",
                      "base_model.", "specialist.", "api_key.", "dry_run.", "webhook.",
-                     "reevaluation.", "audit.")
+                     "reevaluation.", "audit.", "session.expired", "conversation.",
+                     "judge.")
 # Streams the server writes (contract:<name>, specialist:<name>, training_run:<id>,
 # base_model:<name>, api_key:<id>, ...): no client event may land on them, whatever its
 # type, or it would show up in a contract's history or a run's journal. The packages
 # that own them sit above this one; tests/unit/test_ingest.py checks each is covered.
 RESERVED_STREAM_PREFIXES = ("contract:", "specialist:", "training_run:", "base_model:",
                             "api_key:", "dry_run:", "reward:", "trigger:", "alias:", "adapter:",
-                            "audit:", "hcp:", "webhook:", "reevaluation:", "router:")
+                            "audit:", "hcp:", "webhook:", "reevaluation:", "router:",
+                            "conversation:", "judge:")
 
 
 def reserved_stream(stream_id: str) -> bool:
@@ -88,8 +90,15 @@ class FeedbackGiven(_Payload):
     target_event_id: str | None = Field(None, description="The turn the feedback is about")
 
 
+class TraceLinked(_Payload):
+    trace_id: str = Field(description="The OpenTelemetry trace (hex) whose spans join this session")
+    service: str | None = Field(None, description="The resource's service.name")
+
+
 class EpisodeCompleted(_Payload):
-    outcome: Literal["success", "failure", "abandoned"]
+    # None (or absent): the episode ended and nothing says how it went (an OpenTelemetry
+    # root span whose status was left unset); the contract judges it by other signals.
+    outcome: Literal["success", "failure", "abandoned"] | None = None
     score: float | None = None
 
 
@@ -113,8 +122,22 @@ CORE_TYPES: dict[str, EventType] = {
         EventType("feedback.given", 2, {1: FeedbackGivenV1, 2: FeedbackGiven},
                   "User feedback; v1 had only thumbs_up"),
         EventType("episode.completed", 1, {1: EpisodeCompleted}, "The episode ended"),
+        EventType("trace.linked", 1, {1: TraceLinked},
+                  "An OpenTelemetry trace joined this session (POST /v1/traces)"),
     )
 }
+
+# A client type's name by the model of its current version: what writers build from.
+TYPE_OF: dict[type[BaseModel], str] = {t.schemas[t.current_version]: t.name
+                                       for t in CORE_TYPES.values()}
+
+
+def typed(payload: _Payload) -> tuple[str, dict[str, Any]]:
+    """(type, payload) of a client event built from its catalogue model: the type is the
+    model's entry, the payload exactly the fields given (extra ones kept, none added), so
+    what a writer records is what it wrote, checked as ingest will check it."""
+    return TYPE_OF[type(payload)], payload.model_dump(mode="json", exclude_unset=True)
+
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 UPCASTERS: dict[tuple[str, int], Upcaster] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from kernel.errors import Conflict, Forbidden
+from kernel.errors import Conflict, Forbidden, NotFound
 
 
 class EventLogError(Conflict):
@@ -45,3 +45,17 @@ class StreamOfAnotherTenant(Forbidden):
         self.stream_id, self.index = stream_id, index
         self.field = f"events[{index}].stream_id" if index is not None else "stream_id"
         super().__init__(f"stream '{stream_id}' belongs to another tenant")
+
+
+class StreamNotOpen(NotFound):
+    """A client wrote a stream the server derives (``events.derived``) that is not open
+    in its tenant: missing, or another tenant's, answered alike (HTTP 404)."""
+
+    code = "stream_not_found"
+
+    def __init__(self, stream_id: str, index: int | None = None) -> None:
+        self.stream_id, self.index = stream_id, index
+        self.field = f"events[{index}].stream_id" if index is not None else "stream_id"
+        super().__init__(f"no stream '{stream_id}' in this key's tenant: the server opens the "
+                         "streams it derives (a chat user's session, an OTLP conversation); a "
+                         "client appends to its own once they exist")

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from events.catalogue import CUSTOM_PREFIX, PayloadInvalid, reserved_stream, validate_client_event
+from events.derived import derived_stream
 from events.model import EventMetadata, NewEvent
 from events.store import Appended, Appender
 from kernel.canonical import canonical_json
@@ -77,20 +78,26 @@ AHEAD_OF_REGISTRY = "ahead_of_registry"
 
 
 def ingest(store: Appender, items: Sequence[ClientEvent], limits: IngestLimits,
-           author: Author, references: ReferenceCheck | None = None) -> list[Appended]:
+           author: Author, references: ReferenceCheck | None = None,
+           opens_derived: bool = False,
+           server_events: Sequence[NewEvent] = ()) -> list[Appended]:
     """Validate every item (and its registry references, given a check), stamp actor and
     tenant from ``author``, then append the batch all-or-nothing. The client's ``actor``
-    is kept as ``claimed_actor``."""
+    is kept as ``claimed_actor``. Only a caller that derives streams itself for ``author``
+    (the chat gateway, OTLP ingest: ``opens_derived``) may create one (``events.derived``).
+    ``server_events``: events the server itself adds to the same batch (built by the
+    caller, unchecked here, e.g. the chat gateway's ``conversation.head``), appended after
+    the client's."""
     if not items:
         raise BatchRejected("events", "the batch is empty")
     if len(items) > limits.max_batch_events:
         raise BatchRejected(
             "events", f"{len(items)} events exceed the batch limit of {limits.max_batch_events}", 413
         )
-    batch = [_to_new_event(i, item, limits, author) for i, item in enumerate(items)]
+    batch = [_to_new_event(i, item, limits, author, opens_derived) for i, item in enumerate(items)]
     if references is not None:
         _check_references(items, references)
-    return store.append(batch)
+    return store.append([*batch, *server_events])
 
 
 def _exempt(item: ClientEvent) -> bool:
@@ -140,7 +147,8 @@ def _check_pairing(index: int, item: ClientEvent) -> None:
                                 f"adapter '{adapter}' is not a version of specialist '{specialist}'")
 
 
-def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: Author) -> NewEvent:
+def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: Author,
+                  opens_derived: bool = False) -> NewEvent:
     if reserved_stream(item.stream_id):
         raise BatchRejected(f"events[{index}].stream_id",
                             f"'{item.stream_id}' is in a stream namespace reserved for the server")
@@ -171,6 +179,7 @@ def _to_new_event(index: int, item: ClientEvent, limits: IngestLimits, author: A
         stream_id=item.stream_id, type=item.type, payload=item.payload,
         event_id=item.event_id or uuid.uuid4(), schema_version=version, metadata=meta,
         expected_seq=item.expected_seq, payload_json=text,
+        may_create=opens_derived or not derived_stream(item.stream_id),
     )
 
 

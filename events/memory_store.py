@@ -15,7 +15,7 @@ from events.catalogue import upcast_event
 from events.chain import GENESIS_HASH
 from events.model import NewEvent, RecordedEvent
 from events.numbering import number_batch
-from events.store import Appended, Closer, EventStore
+from events.store import Appended, Closer, EventStore, Tail, end_types
 from kernel.clock import utcnow
 
 
@@ -62,22 +62,35 @@ class InMemoryEventStore(EventStore):
         return page if raw else [upcast_event(e) for e in page]
 
     def read_windows(self, reads: dict[str, tuple[int, int]],
-                     episode_end: str) -> dict[str, list[RecordedEvent]]:
+                     episode_end: str | Collection[str]) -> dict[str, list[RecordedEvent]]:
+        ends = end_types(episode_end)
         found: dict[str, list[RecordedEvent]] = {}
         for stream, (first, stop) in reads.items():
             events = [e for e in self.events if e.stream_id == stream]
             start = max((e.stream_seq for e in events
-                         if e.stream_seq < first and e.type == episode_end), default=0)
+                         if e.stream_seq < first and e.type in ends), default=0)
             window = [upcast_event(e) for e in events if start < e.stream_seq <= stop]
             if window:
                 found[stream] = window
         return found
 
     def closers(self, types: Collection[str], after: int, upto: int, limit: int,
-                newest_first: bool = False, tenant: str | None = None) -> list[Closer]:
+                newest_first: bool = False, tenant: str | None = None, conn: Any = None) -> list[Closer]:
         matching = [Closer(e.position, e.stream_id, e.stream_seq) for e in self.events
                     if e.type in types and after < e.position <= upto and _seen_by(e, tenant)]
         return (matching[::-1] if newest_first else matching)[:limit]
+
+    def stream_tails(self, prefixes: Sequence[str], after: int, upto: int,
+                     limit: int) -> list[Tail]:
+        last: dict[str, RecordedEvent] = {}
+        moved: dict[str, int] = {}
+        for e in self.events:
+            if e.position <= upto and e.stream_id.startswith(tuple(prefixes)):
+                last[e.stream_id] = e
+                if e.position > after:
+                    moved.setdefault(e.stream_id, e.position)
+        order = sorted(moved, key=moved.__getitem__)[:limit]
+        return [Tail(moved[stream], upcast_event(last[stream])) for stream in order]
 
     def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
         return [upcast_event(e) for e in self.events[after:] if e.type in types][:limit]

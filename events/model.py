@@ -59,6 +59,9 @@ class NewEvent:
     # payload with it): the store digests and writes it instead of encoding again. It
     # must be exactly that text; it is not part of the event's identity.
     payload_json: str | None = field(default=None, compare=False, repr=False)
+    # False: the stream must exist already and be the writer's tenant's (a client writing
+    # a stream the server derives, ``events.derived``); refused as not found otherwise.
+    may_create: bool = field(default=True, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -125,3 +128,14 @@ def iso_time(moment: datetime) -> str:
 
 def _str(value: uuid.UUID | None) -> str | None:
     return None if value is None else str(value)
+
+
+def parse_event_id(text: str) -> uuid.UUID:
+    """An event id as the API and the CLI print it: a UUID, or a chat completion's id
+    ``chatcmpl-<32 hex>`` (the id of that answer's ``turn.assistant`` event)."""
+    from kernel.errors import Invalid
+
+    try:
+        return uuid.UUID(text.strip().removeprefix("chatcmpl-"))
+    except ValueError:
+        raise Invalid(f"'{text[:80]}' is not an event id (a UUID, or chatcmpl-<32 hex>)") from None

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from events.chain import HashTemplate, hash_template, recorded_json, reference_chain_hash
-from events.errors import EventIdConflict, StreamOfAnotherTenant, WrongExpectedSeq
+from events.errors import EventIdConflict, StreamNotOpen, StreamOfAnotherTenant, WrongExpectedSeq
 from events.model import EventMetadata, NewEvent, RecordedEvent, iso_time
 from events.sql_rows import copy_head
 from events.store import Appended
@@ -112,8 +112,8 @@ class Numbering:
             stream = new.stream_id
             current = seqs[stream] if stream in seqs else self.seqs.get(stream, 0)
             owner = owners[stream] if stream in owners else self.owners.get(stream)
-            if current and self.check_owners and owner != new.metadata.tenant:
-                raise StreamOfAnotherTenant(stream, index)
+            foreign = bool(current) and self.check_owners and owner != new.metadata.tenant
+            _check_open(new, index, current, foreign)
             owners[stream] = new.metadata.tenant
             if new.expected_seq is not None and new.expected_seq != current:
                 raise WrongExpectedSeq(stream, new.expected_seq, current, index)
@@ -128,6 +128,19 @@ class Numbering:
         self.owners.update(owners)
         self.position, self.prev_hash = position, prev_hash
         return results
+
+
+def _check_open(new: NewEvent, index: int, current: int, foreign: bool) -> None:
+    """Another tenant's stream is answered as a missing one would be, so no answer tells
+    whether it exists: a wrong ``expected_seq`` is checked against seq 0 (what the writer
+    can see of it), and a derived stream the writer may not create is "not found" either
+    way. Only a write that would create a missing stream tells them apart (it succeeds)."""
+    if not new.may_create and (not current or foreign):
+        raise StreamNotOpen(new.stream_id, index)
+    if foreign:
+        if new.expected_seq is not None and new.expected_seq != 0:
+            raise WrongExpectedSeq(new.stream_id, new.expected_seq, 0, index)
+        raise StreamOfAnotherTenant(new.stream_id, index)
 
 
 def record(new: NewEvent, position: int, seq: int, now: datetime, prev_hash: str) -> RecordedEvent:

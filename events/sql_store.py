@@ -7,8 +7,9 @@ import uuid
 from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, String, and_, func, select, text
+from sqlalchemy import BigInteger, String, and_, bindparam, func, or_, select, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.elements import BindParameter
 
 from events.catalogue import upcast_event
 from events.errors import EventLogError
@@ -17,7 +18,7 @@ from events.model import NewEvent, RecordedEvent
 from events.numbering import Prepared, prepare_batch
 from events.sql_append import append_batches, append_learning
 from events.sql_rows import event_from_row
-from events.store import Appended, ChainLink, Closer, EventStore
+from events.store import Appended, ChainLink, Closer, EventStore, Tail, end_types
 from events.stream_heads import StreamHeads
 from events.tables import events as events_table
 from events.wire_rows import WireEvent, read_wire_postgres, wire_event, wire_query
@@ -191,11 +192,10 @@ class SqlEventStore(EventStore):
         return found if raw else [upcast_event(event) for event in found]
 
     def scan_types(self, types: Collection[str], conn: Connection | None = None,
-                   page: int = 200) -> Iterator[RecordedEvent]:
+                   page: int = 200, after: int = 0) -> Iterator[RecordedEvent]:
         e = events_table.c
         query = (select(events_table).where(e.type.in_(sorted(set(types))))
                  .order_by(e.position).limit(page))
-        after = 0
         while True:
             with reading(self.engine, conn) as c:  # no connection of its own held between pages
                 rows = [event_from_row(r._mapping) for r in c.execute(query.where(e.position > after))]
@@ -204,18 +204,30 @@ class SqlEventStore(EventStore):
             yield from rows
             after = rows[-1].position
 
+    def at_positions(self, positions: Collection[int], conn: Connection | None = None
+                     ) -> dict[int, RecordedEvent]:
+        wanted = sorted(set(positions))
+        found: dict[int, RecordedEvent] = {}
+        with reading(self.engine, conn) as c:
+            for i in range(0, len(wanted), ID_CHUNK):
+                query = select(events_table).where(events_table.c.position.in_(wanted[i:i + ID_CHUNK]))
+                found.update((int(r.position), event_from_row(r._mapping)) for r in c.execute(query))
+        return found
+
     def read_windows(self, reads: dict[str, tuple[int, int]],
-                     episode_end: str) -> dict[str, list[RecordedEvent]]:
+                     episode_end: str | Collection[str]) -> dict[str, list[RecordedEvent]]:
         if not reads:
             return {}
         e = events_table.c
+        types: BindParameter[list[str]] = bindparam("types", list(end_types(episode_end)),
+                                                    expanding=True)
         if self._postgres:
-            windows = _PG_WINDOWS.bindparams(ids=list(reads), firsts=[f for f, _ in reads.values()],
-                                             lasts=[stop for _, stop in reads.values()],
-                                             type=episode_end)
+            windows = _PG_WINDOWS.bindparams(types, ids=list(reads),
+                                             firsts=[f for f, _ in reads.values()],
+                                             lasts=[stop for _, stop in reads.values()])
         else:
             pairs = json.dumps([[stream, first, stop] for stream, (first, stop) in reads.items()])
-            windows = _SQLITE_WINDOWS.bindparams(pairs=pairs, type=episode_end)
+            windows = _SQLITE_WINDOWS.bindparams(types, pairs=pairs)
         w = windows.columns(stream_id=String, start=BigInteger, stop=BigInteger).subquery("w")
         query = (select(events_table)
                  .join(w, and_(e.stream_id == w.c.stream_id, e.stream_seq > w.c.start,
@@ -228,16 +240,35 @@ class SqlEventStore(EventStore):
                 found.setdefault(event.stream_id, []).append(event)
         return found
 
+    def stream_tails(self, prefixes: Sequence[str], after: int, upto: int,
+                     limit: int) -> list[Tail]:
+        e = events_table.c
+        named = or_(*[e.stream_id.startswith(p, autoescape=True) for p in prefixes])
+        moved = (select(e.stream_id, func.min(e.position).label("first"))
+                 .where(e.position > after, e.position <= upto, named)
+                 .group_by(e.stream_id).order_by(func.min(e.position)).limit(limit).subquery("moved"))
+        last = (select(e.stream_id, func.max(e.stream_seq).label("seq"))
+                .where(e.stream_id.in_(select(moved.c.stream_id)), e.position <= upto)
+                .group_by(e.stream_id).subquery("last"))
+        query = (select(events_table, moved.c.first)
+                 .join(last, and_(e.stream_id == last.c.stream_id, e.stream_seq == last.c.seq))
+                 .join(moved, moved.c.stream_id == e.stream_id)
+                 .order_by(moved.c.first))
+        with self.engine.connect() as conn:
+            return [Tail(int(r._mapping["first"]), upcast_event(event_from_row(r._mapping)))
+                    for r in conn.execute(query)]
+
     def closers(self, types: Collection[str], after: int, upto: int, limit: int,
-                newest_first: bool = False, tenant: str | None = None) -> list[Closer]:
+                newest_first: bool = False, tenant: str | None = None,
+                conn: Connection | None = None) -> list[Closer]:
         e = events_table.c
         order = e.position.desc() if newest_first else e.position
         query = (select(e.position, e.stream_id, e.stream_seq)
                  .where(e.type.in_(list(types)), e.position > after, e.position <= upto)
                  .order_by(order).limit(limit))
         query = _of_tenant(query, tenant)
-        with self.engine.connect() as conn:
-            return [Closer(int(r[0]), str(r[1]), int(r[2])) for r in conn.execute(query)]
+        with reading(self.engine, conn) as c:
+            return [Closer(int(r[0]), str(r[1]), int(r[2])) for r in c.execute(query)]
 
     @property
     def _postgres(self) -> bool:
@@ -251,13 +282,13 @@ def _of_tenant(query: Any, tenant: str | None) -> Any:
 # the first closing event: bounded reads, every stream of a batch in one statement.
 _PG_WINDOWS = text(
     "SELECT w.stream_id, COALESCE((SELECT max(e.stream_seq) FROM events e "
-    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type = :type), 0) AS start, "
+    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type IN :types), 0) AS start, "
     "w.last AS stop FROM unnest(CAST(:ids AS text[]), CAST(:firsts AS bigint[]), "
     "CAST(:lasts AS bigint[])) AS w(stream_id, first, last)"
 )
 _SQLITE_WINDOWS = text(
     "SELECT w.stream_id, COALESCE((SELECT max(e.stream_seq) FROM events e "
-    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type = :type), 0) AS start, "
+    "WHERE e.stream_id = w.stream_id AND e.stream_seq < w.first AND e.type IN :types), 0) AS start, "
     "w.last AS stop FROM (SELECT json_extract(value, '$[0]') AS stream_id, "
     "json_extract(value, '$[1]') AS first, json_extract(value, '$[2]') AS last "
     "FROM json_each(:pairs)) AS w"

@@ -53,6 +53,16 @@ class Closer:
     stream_seq: int
 
 
+def end_types(episode_end: str | Collection[str]) -> tuple[str, ...]:
+    """One type or several, as a sorted tuple (a str is one type, not its letters)."""
+    return (episode_end,) if isinstance(episode_end, str) else tuple(sorted(episode_end))
+
+
+class Tail(NamedTuple):
+    moved_at: int  # the position of its first event in the range asked about
+    last: RecordedEvent
+
+
 class EventStore(ABC):
     """The log: append batches atomically, read by id, stream, position or window.
 
@@ -100,9 +110,10 @@ class EventStore(ABC):
 
     @abstractmethod
     def read_windows(self, reads: dict[str, tuple[int, int]],
-                     episode_end: str) -> dict[str, list[RecordedEvent]]:
-        """Per stream, given (first seq, stop seq): its events after the last ``episode_end``
-        event before the first seq, up to seq ``stop``, in seq order, upcast.
+                     episode_end: str | Collection[str]) -> dict[str, list[RecordedEvent]]:
+        """Per stream, given (first seq, stop seq): its events after the last event of a type
+        in ``episode_end`` (one type, or several) before the first seq, up to seq ``stop``,
+        in seq order, upcast.
 
         This is how the evaluators read the subjects a batch of events closes: one query
         for every stream of the batch (a read per stream cost as much as the scoring).
@@ -110,8 +121,17 @@ class EventStore(ABC):
 
     @abstractmethod
     def closers(self, types: Collection[str], after: int, upto: int, limit: int,
-                newest_first: bool = False, tenant: str | None = None) -> list[Closer]:
-        """Events of ``types`` with ``after < position <= upto``, oldest (or newest) first."""
+                newest_first: bool = False, tenant: str | None = None,
+                conn: Connection | None = None) -> list[Closer]:
+        """Events of ``types`` with ``after < position <= upto``, oldest (or newest) first
+        (``conn``: the caller's transaction)."""
+
+    @abstractmethod
+    def stream_tails(self, prefixes: Sequence[str], after: int, upto: int,
+                     limit: int) -> list[Tail]:
+        """Each stream whose id starts with one of ``prefixes`` and that has an event in
+        ``(after, upto]``: the position of the first such event and its last event up to
+        ``upto`` (``limit`` streams at most, those that moved first first)."""
 
     @abstractmethod
     def read_types(self, types: Collection[str], after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
@@ -151,11 +171,19 @@ class EventStore(ABC):
                 if e.type in wanted and (on is None or e.stream_id in on)]
 
     def scan_types(self, types: Collection[str], conn: Connection | None = None,
-                   page: int = 200) -> Iterator[RecordedEvent]:
-        """What ``of_types`` returns (every stream, as stored), handed out a page of
-        ``page`` events at a time: a replay of the whole log holds one page, not the log.
-        ``conn``: the caller's transaction (one snapshot with what it compares)."""
-        yield from self.of_types(types, conn=conn)
+                   page: int = 200, after: int = 0) -> Iterator[RecordedEvent]:
+        """What ``of_types`` returns (every stream, as stored; those after position
+        ``after``), handed out a page of ``page`` events at a time: a replay of the whole
+        log holds one page, not the log. ``conn``: the caller's transaction (one snapshot
+        with what it compares)."""
+        yield from (e for e in self.of_types(types, conn=conn) if e.position > after)
+
+    def at_positions(self, positions: Collection[int], conn: Connection | None = None
+                     ) -> dict[int, RecordedEvent]:
+        """The events at ``positions`` (those that exist), as stored, by position: what an
+        auditor's sample of the log reads. Adapters should read them in one query."""
+        wanted = set(positions)
+        return {e.position: e for e in self.iter_all(raw=True) if e.position in wanted}
 
     def read_share(self, share: LogShare, after: int, limit: int) -> tuple[list[RecordedEvent], int]:
         """The events of ``share`` (events/log_share.py) with position > ``after``, in

@@ -1,87 +1,102 @@
-"""The probe sets every harness gate answers: the general set and the unseen templates.
+"""The probe sets every harness gate answers: the general set, the unseen templates and the
+retention set.
 
 ``run_probes`` is the trainer's probe runner (``trainer.gate.probes``), registered by the
-composition root: it draws the specialist's probe sets (the same on every machine),
-answers them greedily with the model the gate names, the way the harness serves (each
-task's own context, its family's token budget and stop rule), and checks the answers
+composition root on the process's engine: it draws the specialist's probe sets (the same
+on every machine), answers them greedily with the model the gate names, the way the
+harness serves (each task's own context, its family's token budget and stop rule; an
+answer the same bytes already gave comes from the engine's memo), and checks the answers
 (``harness.checks.run_checks``, coding answers in the sandbox). Nothing is recorded:
 probe tasks are never experience, so they can never be trained on.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from harness.checks import run_checks
 from harness.checks.sandbox import CodeSandbox
 from harness.session import storable
 from harness.tasks import Task
-from harness.tasks.catalog import FAMILIES, unseen_template_tasks
+from harness.tasks.catalog import FAMILIES, retention_tasks, unseen_template_tasks
 from harness.tasks.general import general_tasks
-from trainer.gate.probes import GENERAL, UNSEEN, ProbeMetrics
+from inference.engine import Engine
+from inference.memo import provenance
+from inference.rollouts import engine_target
+from inference.types import Sample, SampleJob, Target, prompt_of
+from trainer.gate.probes import GENERAL, RETENTION, UNSEEN, ProbeMetrics
 from trainer.gate.rollout import RolloutTarget
 
 BATCH_ROWS = 128
 
 
 def probe_sets(specialist: str, n: int) -> dict[str, list[Task]]:
-    """``general`` (n tasks) and, where the specialist has a family, ``unseen_templates``."""
-    sets = {GENERAL: general_tasks(n)}
-    unseen = unseen_template_tasks(specialist, n) if specialist in FAMILIES else []
-    if unseen:
-        sets[UNSEEN] = unseen
-    return sets
+    """``general`` (n tasks) and, where the specialist's family has them,
+    ``unseen_templates`` and ``retention``."""
+    return {name: list(tasks) for name, tasks in _drawn(specialist, n)}
 
 
-def greedy_answers(target: RolloutTarget, tasks: Sequence[Task],
-                   batch_size: int = BATCH_ROWS) -> list[str]:
-    """Each task answered greedily by base + adapter, as the harness serves it."""
-    from harness.decode import sample
-    from harness.pool import ModelPool
-    from harness.stops import STOPS
-    from trainer.ml.load import autocast_for, base_dtype
-    from trainer.ml.prompts import prompt_ids
+@functools.cache
+def _drawn(specialist: str, n: int) -> tuple[tuple[str, tuple[Task, ...]], ...]:
+    # Drawn once per process: a gate asks twice (successor and parent), and a family with
+    # few distinct unseen tasks takes seconds to find that it has no more.
+    mine = specialist in FAMILIES
+    sets = ((GENERAL, general_tasks(n)),
+            (UNSEEN, unseen_template_tasks(specialist, n) if mine else []),
+            (RETENTION, retention_tasks(specialist, n) if mine else []))
+    return tuple((name, tuple(tasks)) for name, tasks in sets if tasks)
 
-    pool = ModelPool(target.base_dir, target.device, target.precision)
-    adapter = target.adapter_dir
-    name = pool.ensure(adapter, "0" * 16 + adapter.name) if adapter is not None else None
-    texts: dict[int, str] = {}
-    dtype = base_dtype(pool.device, pool.precision)
+
+def greedy_samples(engine: Engine, target: Target, tasks: Sequence[Task],
+                   batch_size: int = BATCH_ROWS) -> list[Sample]:
+    """Each task answered greedily by base + adapter, as the harness serves it, in task
+    order (each sample says whether the engine's memo gave it)."""
+    found: dict[int, Sample] = {}
     for fam_name in sorted({t.specialist for t in tasks}):
         mine = [i for i, t in enumerate(tasks) if t.specialist == fam_name]
         fam = FAMILIES[fam_name]
-        prompts = [prompt_ids(pool.tokenizer, tasks[i].prompt, tasks[i].messages()) for i in mine]
-        with pool.serving(name) as model, autocast_for(pool.device, dtype):
-            samples = sample(model, pool.tokenizer, prompts, k=1, temperature=0.0,
-                             max_new_tokens=fam.max_new_tokens, batch_size=batch_size,
-                             stop=STOPS[fam.stop], device=pool.device)
-        for s in samples:
-            texts[mine[s.prompt_index]] = storable(s.text)
-    return [texts[i] for i in range(len(tasks))]
+        job = SampleJob(target, tuple(prompt_of(tasks[i].prompt, tasks[i].messages()) for i in mine),
+                        fam.max_new_tokens, stop_rule=fam.stop, batch_rows=batch_size)
+        for s in engine.sample(job):
+            found[mine[s.prompt_index]] = replace(s, prompt_index=mine[s.prompt_index],
+                                                  text=storable(s.text))
+    return [found[i] for i in range(len(tasks))]
+
+
+def greedy_answers(engine: Engine, target: Target, tasks: Sequence[Task],
+                   batch_size: int = BATCH_ROWS) -> list[str]:
+    """Each task's greedy answer text (``greedy_samples``)."""
+    return [s.text for s in greedy_samples(engine, target, tasks, batch_size)]
 
 
 def measure(name: str, tasks: Sequence[Task], answers: Sequence[str],
-            sandbox: CodeSandbox | None = None, reused_from: str | None = None) -> ProbeMetrics:
+            sandbox: CodeSandbox | None = None, reused_from: str | None = None,
+            memo: dict[str, Any] | None = None) -> ProbeMetrics:
     checks = run_checks([t.check for t in tasks], list(answers), sandbox)
     return ProbeMetrics(name, tuple(t.id for t in tasks), tuple(float(c.partial) for c in checks),
                         tuple(c.passed for c in checks), tuple(answers),
-                        tuple(str(t.meta.get("group", t.family)) for t in tasks), reused_from)
+                        tuple(str(t.meta.get("group", t.family)) for t in tasks), reused_from, memo)
 
 
 def run_probes(specialist: str, target: RolloutTarget, n: int,
                reuse: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]],
-               sandbox: CodeSandbox | None = None) -> dict[str, ProbeMetrics]:
+               sandbox: CodeSandbox | None = None, *, engine: Engine) -> dict[str, ProbeMetrics]:
     """Each probe set of ``specialist`` answered by ``target`` (``reuse``: answers already
     generated by the same model for exactly these cases, by set name)."""
     sets = probe_sets(specialist, n)
     todo = [(name, tasks) for name, tasks in sets.items()
             if reuse.get(name, ((), ()))[0] != tuple(t.id for t in tasks)]
     flat = [t for _, tasks in todo for t in tasks]
-    fresh = iter(greedy_answers(target, flat)) if flat else iter(())
+    fresh = iter(greedy_samples(engine, engine_target(target), flat)) if flat else iter(())
     found = {}
     for name, tasks in sets.items():
         if any(name == done for done, _ in todo):
-            found[name] = measure(name, tasks, [next(fresh) for _ in tasks], sandbox)
+            samples = [next(fresh) for _ in tasks]
+            found[name] = measure(name, tasks, [s.text for s in samples], sandbox,
+                                  memo=provenance(samples))
         else:
             found[name] = measure(name, tasks, reuse[name][1], sandbox, "the parent's gate record")
     return found

@@ -4,10 +4,12 @@ recorded through the ingest path.
 For each task the contract's router picks the specialist (``harness.router``, on the
 task's system message and user message: the application a request arrives in is part of
 what routes it). The specialist's ``production`` adapter is resolved through the registry
-(its artifact re-hashed on open) and loaded into the shared ``ModelPool``; the bare base
-serves a specialist that has none yet. Answers are sampled in batches (``harness.decode``:
-k per task, or greedy at temperature 0), checked (``harness.checks``: hidden tests in the
-sandbox, JSON Schemas, format rules) and recorded one session per answer
+(``inference.resolve``) and answers on the process's engine (its artifact re-hashed when
+loaded, beside the one base); the bare base serves a specialist that has none yet.
+Answers are sampled in batches (the engine's offline mode: k per task, or greedy at
+temperature 0, seeded; answers already generated come from the memo), checked
+(``harness.checks``: hidden tests in the sandbox, JSON Schemas, format rules) and
+recorded one session per answer
 (``harness.session``) through a ``Sink``: the store's ingest function embedded, the HTTP
 API in stack mode. The log is then the only truth the evaluators and the trainer see.
 """
@@ -18,18 +20,18 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from contract.sections import Harness as HarnessSettings
 from events.ingest import ClientEvent
 from harness.checks import run_checks
 from harness.checks.sandbox import CodeSandbox
-from harness.pool import ModelPool
 from harness.router import Route, route
 from harness.session import Served, session_events, storable
 from harness.tasks import Task
 from harness.tasks.catalog import family
+from inference.engine import Engine
+from inference.types import GenStats, SampleJob, Target, prompt_of
 
 HARNESS_NAME = "hcp-harness"
 POST_SESSIONS = 16  # sessions per ingest batch
@@ -45,13 +47,12 @@ class Production:
     """What serves a specialist now."""
 
     version: str  # e.g. coding@3; coding@0 is the bare base
-    adapter_dir: Path | None
-    sha256: str | None
+    target: Target  # the bytes: base and adapter (None: the bare base) by digest
 
 
 class AdapterSource(Protocol):
     def production(self, specialist: str) -> Production:
-        """The specialist's production adapter, verified against its hash (or the base)."""
+        """The specialist's production adapter (or the base), by digest."""
 
 
 class Sink(Protocol):
@@ -66,6 +67,7 @@ class ServeStats:
     generate_s: float = 0.0
     check_s: float = 0.0
     post_s: float = 0.0
+    reused: int = 0  # answers read from the memo, not generated
     by_specialist: dict[str, list[float]] = field(default_factory=dict)  # check partials
 
     @property
@@ -90,10 +92,10 @@ def route_task(settings: HarnessSettings, task: Task) -> Route:
 
 
 class TaskHarness:
-    def __init__(self, pool: ModelPool, adapters: AdapterSource, sink: Sink,
+    def __init__(self, engine: Engine, adapters: AdapterSource, sink: Sink,
                  settings: HarnessSettings, contract_ref: str,
                  batch_size: int = SERVE_BATCH_ROWS, sandbox: CodeSandbox | None = None) -> None:
-        self.pool, self.adapters, self.sink, self.sandbox = pool, adapters, sink, sandbox
+        self.engine, self.adapters, self.sink, self.sandbox = engine, adapters, sink, sandbox
         self.settings, self.contract_ref, self.batch_size = settings, contract_ref, batch_size
         self.stats = ServeStats()
 
@@ -103,7 +105,6 @@ class TaskHarness:
         routes = [route_task(self.settings, t) for t in tasks]
         out: dict[int, list[Served]] = {}
         productions = {s: self.adapters.production(s) for s in sorted({r.specialist for r in routes})}
-        self.pool.forget({p.sha256 for p in productions.values() if p.sha256})  # replaced ones
         for specialist, production in productions.items():
             mine = [i for i, r in enumerate(routes) if r.specialist == specialist]
             for chunk in _chunks(mine, max(1, self.batch_size // k)):
@@ -117,28 +118,18 @@ class TaskHarness:
 
     def _answer(self, tasks: list[Task], routes: list[Route], production: Production, k: int,
                 temperature: float, seed: int) -> list[list[Served]]:
-        from harness.decode import GenStats, sample
-        from harness.stops import STOPS
-        from trainer.ml.load import autocast_for, base_dtype
-        from trainer.ml.prompts import prompt_ids
-
         fam = family(tasks[0].specialist)
-        tok = self.pool.tokenizer
-        prompts = [prompt_ids(tok, t.prompt, t.messages()) for t in tasks]
-        name = (self.pool.ensure(production.adapter_dir, production.sha256)
-                if production.adapter_dir is not None and production.sha256 else None)
+        job = SampleJob(production.target, tuple(prompt_of(t.prompt, t.messages()) for t in tasks),
+                        fam.max_new_tokens, k, temperature, seed, fam.stop, self.batch_size)
         gen = GenStats()
-        dtype = base_dtype(self.pool.device, self.pool.precision)
-        with self.pool.serving(name) as model, autocast_for(self.pool.device, dtype):
-            samples = sample(model, tok, prompts, k=k, temperature=temperature,
-                             max_new_tokens=fam.max_new_tokens, batch_size=self.batch_size,
-                             seed=seed, stop=STOPS[fam.stop], stats=gen, device=self.pool.device)
+        samples = self.engine.sample(job, gen)
         started = time.perf_counter()
         texts = [storable(s.text) for s in samples]
         checks = run_checks([tasks[s.prompt_index].check for s in samples], texts, self.sandbox)
         self.stats.check_s += time.perf_counter() - started
         self.stats.generate_s += gen.seconds
         self.stats.new_tokens += gen.new_tokens
+        self.stats.reused += gen.reused
         self.stats.answers += len(samples)
         grouped: list[list[Served]] = [[] for _ in tasks]
         for s, text, check in zip(samples, texts, checks, strict=True):

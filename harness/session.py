@@ -20,6 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from events.catalogue import (
+    EpisodeCompleted,
+    RouteDecided,
+    SessionStarted,
+    ToolCalled,
+    ToolResult,
+    TurnAssistant,
+    TurnUser,
+    typed,
+)
 from events.ingest import ClientEvent
 from harness.checks import CheckResult
 from harness.router import Route
@@ -69,13 +79,12 @@ def answer_events(task: Task, check: CheckResult) -> list[tuple[str, dict[str, A
     if tool is not None:
         call_id = f"{task.id}:{tool}"
         ok = check.passed if check.kind != "tool_call" else check.scores.get("schema_ok", 0.0) == 1.0
-        events += [("tool.called", {"call_id": call_id, "tool": tool, "arguments": arguments}),
-                   ("tool.result", {"call_id": call_id, "ok": bool(ok),
-                                    "output": "ok" if ok else None,
-                                    "error": None if ok else (check.detail or "failed")[:200]})]
-    events.append((CHECK_EVENT, check.payload()))
-    events.append(("episode.completed", {"outcome": "success" if check.passed else "failure",
-                                         "score": float(check.partial)}))
+        events += [typed(ToolCalled(call_id=call_id, tool=tool, arguments=arguments)),
+                   typed(ToolResult(call_id=call_id, ok=bool(ok), output="ok" if ok else None,
+                                    error=None if ok else (check.detail or "failed")[:200]))]
+    events.append((CHECK_EVENT, check.payload()))  # the harness's own type (x.*): no schema
+    events.append(typed(EpisodeCompleted(outcome="success" if check.passed else "failure",
+                                         score=float(check.partial))))
     return events
 
 
@@ -93,13 +102,12 @@ def session_events(served: Served, harness_name: str, rng_id: uuid.UUID) -> list
                             "contract": served.contract, "correlation_id": rng_id}
     task = served.task
     items: list[tuple[str, dict[str, Any]]] = [
-        ("session.started", {"harness": harness_name}),
-        ("turn.user", {"text": task.prompt, "context": task.context(), "task": task_spec(task)}),
-        ("route.decided", {"specialist": specialist, "adapter_version": served.adapter_version,
-                           "contract": served.contract, "scores": served.route.scores,
-                           "fallback": served.route.fallback}),
-        ("turn.assistant", {"text": served.text, "tokens": served.new_tokens,
-                            "sample": served.sample}),
+        typed(SessionStarted(harness=harness_name)),
+        typed(TurnUser(text=task.prompt, context=task.context(), task=task_spec(task))),
+        typed(RouteDecided(specialist=specialist, adapter_version=served.adapter_version,
+                           contract=served.contract, scores=served.route.scores,
+                           fallback=served.route.fallback)),
+        typed(TurnAssistant(text=served.text, tokens=served.new_tokens, sample=served.sample)),
         *answer_events(task, served.check),
     ]
     return [ClientEvent(stream_id=stream, type=kind, payload=payload,

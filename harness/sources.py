@@ -1,8 +1,9 @@
 """Where the harness gets its adapters and where it records: embedded or over HTTP.
 
-Embedded (``hcp demo``): the registry's resolver and the store's ingest function, in
-process. Stack (``hcp demo --stack``): the server's HTTP API for both; the adapter's
-bytes come from the shared artifact store, re-hashed on open either way.
+Embedded (``hcp demo``): the one resolver (``inference.resolve``) and the store's ingest
+function, in process; the resolver answers digests, and the engine opens the adapter's
+bytes from the artifact store by digest, re-hashed. Stack (``hcp demo --stack``): the
+server's HTTP API (``HttpSink``; the chat endpoint answers, ``harness.endpoint``).
 """
 
 from __future__ import annotations
@@ -13,26 +14,29 @@ from typing import Any
 from events.ingest import Author, ClientEvent, IngestLimits, ReferenceCheck, ingest
 from events.store import EventStore
 from harness.serve import Production
+from inference.resolve import Resolver
+from inference.types import Target
 from kernel.errors import NotFound
-from trainer.registry.artifacts import ArtifactStore
-from trainer.registry.serving import Resolver
 
 ALIAS = "production"
 
 
 class RegistryAdapters:
-    """The production alias through the registry, the artifact hash-checked on open."""
+    """The production alias through the registry's resolver (the base where it points
+    nowhere yet)."""
 
-    def __init__(self, resolver: Resolver, artifacts: ArtifactStore) -> None:
-        self.resolver, self.artifacts = resolver, artifacts
+    def __init__(self, resolver: Resolver, base_model: str, precision: str = "auto",
+                 device: str | None = None) -> None:
+        self.resolver, self.base_model = resolver, base_model
+        self.precision, self.device = precision, device
 
     def production(self, specialist: str) -> Production:
         try:
-            resolved = self.resolver.resolve(specialist, ALIAS)
-        except NotFound:
-            return Production(f"{specialist}@0", None, None)
-        directory = self.artifacts.open_dir(resolved.artifact_sha256)  # raises if corrupted
-        return Production(f"{specialist}@{resolved.version}", directory, resolved.artifact_sha256)
+            resolved = self.resolver.resolve(specialist, ALIAS, base_if_unset=self.base_model)
+        except NotFound:  # not a registered specialist: the base answers for it
+            base = Target(self.resolver.base(self.base_model), None, self.precision, self.device)
+            return Production(f"{specialist}@0", base)
+        return Production(resolved.ref, resolved.target(self.precision, self.device))
 
 
 class IngestSink:
@@ -66,20 +70,3 @@ class HttpSink:
         response = self.client.post("/v1/events", json={"events": [event_json(e) for e in events]})
         response.raise_for_status()
         return sum(1 for a in response.json().get("events", []) if a.get("created"))
-
-
-class HttpAdapters:
-    """``GET /v1/specialists/{name}/resolve`` of a running server; bytes from the shared
-    artifact store."""
-
-    def __init__(self, client: Any, artifacts: ArtifactStore) -> None:
-        self.client, self.artifacts = client, artifacts
-
-    def production(self, specialist: str) -> Production:
-        response = self.client.get(f"/v1/specialists/{specialist}/resolve", params={"alias": ALIAS})
-        if response.status_code == 404:
-            return Production(f"{specialist}@0", None, None)
-        response.raise_for_status()
-        body = response.json()
-        directory = self.artifacts.open_dir(body["artifact_sha256"])
-        return Production(f"{specialist}@{body['version']}", directory, body["artifact_sha256"])

@@ -12,7 +12,9 @@ lineage queries and the audit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import threading
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +38,17 @@ if TYPE_CHECKING:
     from audit.upstream import Upstream
     from evaluators.seal import RewardSeals
     from events.projections.rebuild import Rebuilder
+    from hcp.health import Probe
     from hcp.integrations_root import Integrations
     from hcp.settings import Settings
+    from integrations.downloads import DownloadDirs
     from serving.gateway import ChatGateway
     from trainer.datasets.members import ManifestIndex
     from trainer.registry.ancestry import Ancestry
+
+
+log = logging.getLogger(__name__)
+LOADING = "loading the model"
 
 
 @dataclass
@@ -193,6 +201,14 @@ class Container(Services):
 
         return Integrations(self)
 
+    @cached_property
+    def downloads(self) -> DownloadDirs:
+        """Base models and adapter artifacts for download, verified once per state of their
+        files."""
+        from integrations.downloads import DownloadDirs
+
+        return DownloadDirs()
+
     # --- serving -----------------------------------------------------------------------
 
     @cached_property
@@ -202,6 +218,41 @@ class Container(Services):
 
         return build_gateway(self)
 
+    # Why chat cannot answer yet (``warm_chat``): LOADING while the model loads, the error's
+    # kind when that failed; None once it can (or when no warming was asked for).
+    chat_warmth: str | None = field(default=None, init=False, repr=False)
+
+    def warm_chat(self) -> threading.Thread:
+        """Load what serves each specialist now, in a thread (``hcp serve`` at start): until
+        it is done, ``/healthz`` says chat is not ready, so a load balancer sends no chat
+        request before the model can answer it."""
+        self.chat_warmth = LOADING
+
+        def warm() -> None:
+            try:
+                self.chat.warm()
+            except Exception as exc:  # noqa: BLE001 (readiness reports it; the log says why)
+                log.exception("warming the chat engine failed")
+                self.chat_warmth = f"warming failed ({type(exc).__name__})"
+            else:
+                self.chat_warmth = None
+
+        thread = threading.Thread(target=warm, name="hcp-warm-chat", daemon=True)
+        thread.start()
+        return thread
+
+    def thread_probes(self) -> list[Probe]:
+        """The threads of this process that answer requests: the chat engine's, once it is
+        warming or a chat request has built it (``/healthz`` and ``/livez``)."""
+        from hcp.health import Probe
+
+        if self.chat_warmth is not None:
+            return [Probe("chat", False, 0.0, self.chat_warmth)]
+        gateway = self.__dict__.get("chat")  # not built yet: no thread to report on
+        if gateway is None:
+            return []
+        reason = gateway.engine.liveness()
+        return [Probe("chat", reason is None, 0.0, reason)]
 
 def bootstrap(settings: Settings | None = None, check_schema: bool = True) -> Container:
     """Every service over the configured database, which must exist already: only

@@ -12,16 +12,20 @@ from typing import TYPE_CHECKING
 
 from events.relay_lock import RelayLock
 from integrations.otlp.evaluations import EvaluationExporter
-from integrations.webhooks.deliverer import Backoff, Deliverer, HttpSender
+from integrations.webhooks.deliverer import Backoff, Deliverer
 from integrations.webhooks.deliveries import DeliveryLog
 from integrations.webhooks.secrets import SecretBox
+from integrations.webhooks.sender import PinnedSender
 from integrations.webhooks.subscriptions import Subscriptions
+from integrations.webhooks.targets import TargetPolicy, within
 
 if TYPE_CHECKING:
     from hcp.bootstrap import Container
 
 
 log = logging.getLogger(__name__)
+# How long making a subscription waits for its host to resolve (the request's thread waits).
+RESOLVE_AT_CREATION_S = 3.0
 
 
 @dataclass
@@ -30,8 +34,15 @@ class Integrations:
 
     @cached_property
     def subscriptions(self) -> Subscriptions:
-        c = self.container
-        return Subscriptions(c.engine, c.store, SecretBox(c.settings.resolved_webhook_key_file))
+        c, s = self.container, self.container.settings
+        return Subscriptions(c.engine, c.store, SecretBox(s.resolved_webhook_key_file),
+                             self.targets(RESOLVE_AT_CREATION_S), s.webhook_max_subscriptions)
+
+    def targets(self, resolve_s: float) -> TargetPolicy:
+        """Where webhooks may go: public hosts and HCP_WEBHOOK_ALLOWED_TARGETS, each name
+        resolved within ``resolve_s``."""
+        return TargetPolicy.allowing(self.container.settings.webhook_allowed_targets,
+                                     within(resolve_s))
 
     @cached_property
     def deliveries(self) -> DeliveryLog:
@@ -40,8 +51,9 @@ class Integrations:
     def deliverer(self) -> Deliverer:
         """A new deliverer (each with its own HTTP client and retry times)."""
         c, s = self.container, self.container.settings
+        sender = PinnedSender(self.targets(s.webhook_timeout_s), s.webhook_timeout_s)
         return Deliverer(c.engine, c.store, self.subscriptions, self.deliveries, c.checkpoints,
-                         HttpSender(s.webhook_timeout_s),
+                         sender,
                          Backoff(s.webhook_max_attempts, s.webhook_backoff_s, s.webhook_backoff_max_s))
 
     def deliver(self, stop: threading.Event, on_wait: Callable[[], None] | None = None) -> None:

@@ -34,6 +34,7 @@ from events.projections.model import ProjectionSet
 from events.sql_append import APPEND_LOCK_KEY
 from harness.routing.events import RouterPromoted, RouterRegistered
 from integrations.webhooks.projections import WEBHOOK_SUBSCRIPTIONS
+from serving.continuity import ConversationHead
 from trainer.datasets.projections import (
     DATASET_MANIFESTS,
     MANIFEST_CONTRACT_VERSIONS,
@@ -116,6 +117,8 @@ UNPROJECTED = {
                            "itself (harness.routing.events), no table holds it",
     RouterPromoted.TYPE: "which learned router version serves: read from its stream router:<contract>, "
                          "the latest promotion",
+    ConversationHead.TYPE: "a chat answer's history digest: read from its stream conversation:<id> "
+                           "itself by the gateway (serving.continuity), no table holds it",
 }
 
 LOG = {"events": "the log: its hash chain, the Merkle tree over it and the signed checkpoints"}
@@ -133,4 +136,6 @@ WORKING = {
     "dry_run_jobs": "queued and finished dry runs: previews that change nothing",
     "webhook_deliveries": "each webhook delivery attempt and its answer: what was sent, not history "
                           "(the events delivered are in the log)",
+    "judge_backlog": "subjects waiting for a judge and why: to do, not history (the verdicts are "
+                     "judge.verdict events, the rewards chained records)",
 }

@@ -8,6 +8,7 @@ the narrow collaborators it uses, through its constructor.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property, partial
@@ -28,9 +29,12 @@ if TYPE_CHECKING:
     from evaluators.dryrun import DryRuns
     from evaluators.dryrun_jobs import DryRunJobs
     from evaluators.evaluator import Evaluator
+    from evaluators.judge_backlog import JudgeBacklog
+    from evaluators.judging import Judging
     from evaluators.publishing import Publisher
     from evaluators.reevaluation import Reevaluations
     from evaluators.rewards import RewardStore
+    from evaluators.session_expiry import SessionExpiry, Timeout
     from evaluators.stats import RewardStats
     from events.checkpoints import Checkpoints
     from events.feed import LogReader
@@ -43,12 +47,15 @@ if TYPE_CHECKING:
     from hcp.health import DependencyProbes
     from hcp.references import RegistryReferences
     from hcp.settings import Settings
+    from inference.engine import Engine as ModelEngine
+    from inference.memo import AnswerMemo
+    from inference.resolve import Resolver
+    from integrations.judges import Answerer, JudgeModels
     from trainer.datasets.manifests import Manifests
     from trainer.registry.aliases import Aliases
     from trainer.registry.approvals import Approvals
     from trainer.registry.artifacts import ArtifactStore
     from trainer.registry.registry import Registry
-    from trainer.registry.serving import Resolver
     from trainer.runs.celery_app import WorkerServices
     from trainer.runs.dispatch import Dispatcher
     from trainer.runs.model import RunOutcome
@@ -160,14 +167,53 @@ class Services:
         return Reevaluations(self.engine, self.store, self.contracts, self.rewards,
                              chunk_positions=self.settings.reevaluation_chunk_positions,
                              degraded_above=self.settings.max_error_rate,
-                             subject_budget_s=self.settings.subject_budget_seconds)
+                             subject_budget_s=self.settings.subject_budget_seconds,
+                             judging=self.judging)
+
+    @cached_property
+    def judge_models(self) -> JudgeModels:
+        """The judge models this process can ask: the operator's endpoints by digest, then
+        the registered base models (contract/judges.py)."""
+        from integrations.judges import JudgeModels, endpoints_of
+
+        settings = self.settings
+        return JudgeModels(endpoints_of(settings.judge_endpoints, settings.judge_timeout_s),
+                           self.local_judge)
+
+    def local_judge(self, digest: str) -> Answerer | None:
+        """A registered base model with these weights, answered by this process's engine
+        (the ``inference`` port); None: no base model has them (not registered)."""
+        from inference.types import BaseModel
+        from integrations.judges import EngineJudge
+
+        hex_digest = digest.removeprefix("sha256:")
+        entry = next((b for b in self.registry.base_models() if b.weights_sha256 == hex_digest), None)
+        if entry is None:
+            return None
+        return EngineJudge(self.inference, BaseModel(entry.name, entry.path, entry.weights_sha256)).ask
+
+    @cached_property
+    def judging(self) -> Judging:
+        """Judges' verdicts: the log's memo in front of the judge models."""
+        from evaluators.judging import Judging
+
+        return Judging(self.store, self.judge_models)
+
+    @cached_property
+    def judge_backlog(self) -> JudgeBacklog:
+        """Subjects waiting for a judge, asked between the evaluator's polls."""
+        from evaluators.judge_backlog import JudgeBacklog
+
+        return JudgeBacklog(self.engine, self.store, self.contracts, self.rewards, self.judging,
+                            self.settings.subject_budget_seconds)
 
     @cached_property
     def dry_runs(self) -> DryRuns:
         from evaluators.dryrun import DryRuns
 
         return DryRuns(self.store, self.contracts, self.settings.max_error_rate,
-                       self.settings.subject_budget_seconds, self.settings.dry_run_budget_seconds)
+                       self.settings.subject_budget_seconds, self.settings.dry_run_budget_seconds,
+                       judging=self.judging)
 
     @cached_property
     def dry_run_jobs(self) -> DryRunJobs:
@@ -179,7 +225,14 @@ class Services:
     def publisher(self) -> Publisher:
         from evaluators.publishing import Publisher
 
-        return Publisher(self.contracts, self.dry_runs, self.settings.publish_check_subjects)
+        return Publisher(self.contracts, self.dry_runs, self.settings.publish_check_subjects,
+                         judge_known=self.judge_known)
+
+    def judge_known(self, digest: str) -> bool:
+        """Whether a judge model can be asked here: an endpoint, or a registered base model."""
+        hex_digest = digest.removeprefix("sha256:")
+        return digest in self.settings.judge_endpoints or any(
+            b.weights_sha256 == hex_digest for b in self.registry.base_models())
 
     @cached_property
     def comparisons(self) -> Comparisons:
@@ -198,7 +251,33 @@ class Services:
         return Evaluator(self.store, self.contracts, self.rewards, self.reevaluations,
                          reader or self.event_reader(group, session_timeout_s, share),
                          batch_size or DEFAULT_BATCH,
-                         subject_budget_s=self.settings.subject_budget_seconds)
+                         subject_budget_s=self.settings.subject_budget_seconds,
+                         expiry=self.session_expiry(), judging=self.judging,
+                         backlog=self.judge_backlog)
+
+    def session_expiry(self, clock: Callable[[], datetime] | None = None) -> SessionExpiry:
+        """Ends idle sessions of outside traffic, under the serving contract's idle timeout
+        (every evaluator runs one: the event is written once whoever writes it)."""
+        from evaluators.session_expiry import CHECKPOINT, Checkpoint, SessionExpiry
+        from events.checkpoints import Checkpoints
+
+        marks = Checkpoints(self.engine)
+        checkpoint = Checkpoint(lambda: marks.load(CHECKPOINT), lambda p: marks.save(CHECKPOINT, p))
+        return SessionExpiry(self.store, self.idle_timeout, checkpoint,
+                             **({"clock": clock} if clock is not None else {}))
+
+    def idle_timeout(self) -> Timeout | None:
+        """The idle timeout of the serving contract's newest serving version, if it sets one."""
+        from evaluators.session_expiry import Timeout
+
+        name = self.settings.serving_contract
+        versions = sorted({m.version for m in self.serving.current(name).values()
+                           if m.version is not None})
+        if not versions:
+            return None
+        life = self.contracts.get(name, versions[-1]).parsed().harness.sessions
+        seconds = life.idle_timeout_s if life is not None else None
+        return Timeout(seconds, f"{name}@{versions[-1]}") if seconds else None
 
     def event_reader(self, group: str, session_timeout_s: float = 10.0,
                      share: LogShare | None = None) -> LogReader[RecordedEvent]:
@@ -256,9 +335,37 @@ class Services:
 
     @cached_property
     def resolver(self) -> Resolver:
-        from trainer.registry.serving import Resolver
+        """The one resolver from a registry name to the bytes that answer."""
+        from inference.resolve import Resolver
 
-        return Resolver(self.registry, self.aliases, self.artifacts)
+        return Resolver(self.registry, self.aliases)
+
+    # --- the model runtime -------------------------------------------------------------
+
+    @cached_property
+    def inference(self) -> ModelEngine:
+        """The model engine (``self.engine`` is the database's): every model call of this
+        process, the gateway, the harness, the gate's rollouts and probes, the router's
+        features (``inference``). Nothing loads until a call needs it; answers already
+        generated are read from ``<data_dir>/answers`` (``inference.memo``)."""
+        from inference.memo import AnswerMemo
+
+        settings = self.settings
+        embedded = self._embedded_engine(AnswerMemo(settings.data_dir / "answers"))
+        if settings.serving_backend != "vllm":
+            return embedded
+        from inference.vllm import VllmEngine
+
+        return VllmEngine(settings.vllm_url, self.artifacts.open_dir, settings.serving_timeout_s,
+                          local=embedded)
+
+    def _embedded_engine(self, memo: AnswerMemo) -> ModelEngine:
+        from inference.embedded.engine import EmbeddedEngine
+
+        settings = self.settings
+        return EmbeddedEngine(self.artifacts.open_dir, settings.serving_device or None,
+                              settings.serving_max_adapters, settings.serving_batch_window_ms / 1000,
+                              settings.serving_max_batch_rows, settings.serving_timeout_s, memo)
 
     @cached_property
     def manifests(self) -> Manifests:
@@ -294,21 +401,25 @@ class Services:
         from harness.gate import NAME as TASKS_HARNESS
         from harness.gate import tasks_harness
         from harness.probes import run_probes
+        from inference.rollouts import text_harness
+        from inference.verify import verified_base
         from trainer.gate.heldout import Gate
         from trainer.gate.probes import register_probes
-        from trainer.gate.rollout import BUILT_IN, HarnessFactory
+        from trainer.gate.rollout import HarnessFactory
         from trainer.runs.registration import Registration
         from trainer.runs.runner import RunnerDeps
 
-        # The gate's "tasks" rollout harness lives above the trainer: given to the gate here,
-        # where it is built (the only one that looks harnesses up).
-        tasks: HarnessFactory = partial(tasks_harness, sandbox=self.code_sandbox)
-        harnesses = {**BUILT_IN, TASKS_HARNESS: tasks}
-        register_probes(partial(run_probes, sandbox=self.code_sandbox))
+        # The gate's rollout harnesses live above the trainer, on this process's engine:
+        # given to the gate here, where it is built (the only one that looks harnesses up).
+        tasks: HarnessFactory = partial(tasks_harness, sandbox=self.code_sandbox, engine=self.inference)
+        harnesses: dict[str, HarnessFactory] = {"text": partial(text_harness, self.inference),
+                                                TASKS_HARNESS: tasks}
+        register_probes(partial(run_probes, sandbox=self.code_sandbox, engine=self.inference))
         return RunnerDeps(
             runs=self.runs, registry=self.registry, artifacts=self.artifacts,
-            manifests=self.manifests, gate=Gate(self.manifests, self.contracts, harnesses),
-            registration=Registration(self.engine, self.store, self.runs, self.registry))
+            manifests=self.manifests, gate=Gate(self.manifests, self.contracts, harnesses, self.judging),
+            registration=Registration(self.engine, self.store, self.runs, self.registry),
+            verify_base=verified_base)
 
     def train(self, run_id: str, worker: str, config: RunnerConfig | None = None) -> RunOutcome:
         from trainer.runs.runner import run_training

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from integrations.webhooks.targets import parse_allowlist
 from kernel.json_input import JsonLimits
 
 DEFAULT_DATA_DIR = Path("hcp-data")
@@ -147,18 +148,44 @@ class Settings(BaseSettings):
         None, description="Key file that encrypts webhook secrets at rest (made on first use, "
         "mode 0600; every API and deliverer process must read the same one); default "
         "<data_dir>/webhook.key")
-    webhook_timeout_s: float = Field(10.0, gt=0, le=120, description="How long a webhook "
-                                     "delivery waits for the receiver's answer")
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120, description="The whole of one webhook "
+                                     "delivery attempt (resolving, connecting, sending, the answer's "
+                                     "status): cut at this deadline, and a failed attempt's outcome "
+                                     "is recorded only when it has passed")
+    webhook_allowed_targets: list[str] = Field(
+        default_factory=list, description='Internal webhook receivers the operator allows, as a '
+        'JSON list of networks and host names, e.g. ["10.20.0.0/16", "hooks.internal"]; '
+        "empty: only hosts whose every address is public (loopback, private, link-local, "
+        "shared and unique-local addresses are refused)")
+    webhook_max_subscriptions: int = Field(20, ge=1, le=1000, description="Webhook "
+                                           "subscriptions one tenant may have (each is a "
+                                           "delivery lane of its own)")
+    webhook_redeliveries_per_hour: int = Field(30, ge=1, le=10_000, description="Redeliveries "
+                                               "one webhook subscription may queue in any hour")
     webhook_max_attempts: int = Field(12, ge=1, le=100, description="Failed attempts in a row "
                                       "at one event before its subscription is disabled")
     webhook_backoff_s: float = Field(1.0, gt=0, description="Wait after a subscription's first "
                                      "failed delivery; doubled after each further failure")
     webhook_backoff_max_s: float = Field(300.0, gt=0, description="Longest wait between two "
                                          "attempts of a failing webhook delivery")
+    otlp_max_spans: int = Field(
+        8192, ge=1, le=1_000_000, description="Most spans one POST /v1/traces may carry (413 "
+        "past it, counted before the body is decoded)")
+    otlp_max_items: int = Field(
+        262_144, ge=1, le=10_000_000, description="Most protobuf messages (spans, attributes, "
+        "events, values), or JSON objects and arrays, one POST /v1/traces may carry (413 past it, "
+        "counted before the body is decoded)")
     otlp_evaluations_endpoint: str = Field(
         "", description="OTLP/HTTP logs endpoint (e.g. http://collector:4318/v1/logs) that "
         "every reward record is exported to as a gen_ai.evaluation.result log record; empty: "
         "no export")
+    judge_endpoints: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description='OpenAI-compatible endpoints serving judge models, '
+        'by the weights digest contracts name them by, as JSON: {"sha256:…": {"url": '
+        '"http://judge:8000/v1", "model": "…", "api_key": "…"}}; a judge model with no '
+        "endpoint here must be a registered base model the server can load")
+    judge_timeout_s: float = Field(60.0, gt=0, le=600, description="How long one judge call "
+                                   "may take before the subject waits and is asked again later")
     otlp_evaluations_headers: dict[str, str] = Field(
         default_factory=dict, description='Headers of that export as JSON, e.g. '
         '{"Authorization": "Bearer …"}')
@@ -170,6 +197,22 @@ class Settings(BaseSettings):
         # Resolved once, here: every core sees absolute paths only, so a root joined with a
         # path that already starts with it (a relative one) cannot happen downstream.
         return None if path is None else path.expanduser().resolve()
+
+    @field_validator("judge_endpoints")
+    @classmethod
+    def _judge_endpoints(cls, entries: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for digest, entry in entries.items():
+            if not digest.startswith("sha256:") or len(digest) != 71:
+                raise ValueError(f"judge endpoint key {digest!r} is not a sha256:<64 hex> digest")
+            if not str(entry.get("url", "")).startswith(("http://", "https://")):
+                raise ValueError(f"judge endpoint for {digest} needs a url (http:// or https://)")
+        return entries
+
+    @field_validator("webhook_allowed_targets")
+    @classmethod
+    def _allowlist(cls, entries: list[str]) -> list[str]:
+        parse_allowlist(entries)  # refuses a URL, a port or a wildcard, naming it
+        return entries
 
     @model_validator(mode="after")
     def _refuse_embedded_in_production(self) -> Settings:

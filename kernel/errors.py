@@ -38,3 +38,9 @@ class Invalid(DomainError, ValueError):
     """The request cannot be carried out as asked (HTTP 422)."""
 
     code = "invalid_request"
+
+
+class Unavailable(DomainError):
+    """The request cannot be served now; a later try may succeed (HTTP 503)."""
+
+    code = "unavailable"

@@ -34,11 +34,14 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 step "pip install -c requirements.lock -e '.[dev,train]' -e clients/python"
 python -m pip install -q -c requirements.lock -e '.[dev,train]' -e clients/python  # hcp_client: the e2e tests and docs/client.md use it
 
-# The coding checks run model-written code behind bubblewrap; tests/redteam/ attacks it.
-if ! command -v bwrap >/dev/null; then
-  step "apt-get install bubblewrap (the coding checks' sandbox)"
+# The coding checks run model-written code behind bubblewrap, under a seccomp filter that
+# libseccomp builds (pyseccomp loads libseccomp.so.2), with setpriv (util-linux) dropping
+# to nobody between the two bubblewraps; tests/redteam/ attacks it.
+if ! command -v bwrap >/dev/null || ! command -v setpriv >/dev/null \
+    || ! ldconfig -p | grep 'libseccomp\.so\.2 ' >/dev/null; then
+  step "apt-get install bubblewrap libseccomp2 util-linux (the coding checks' sandbox)"
   as_root apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap libseccomp2 util-linux
 fi
 
 # The console's browser tests drive Chromium from Debian's packages through Playwright's
@@ -81,7 +84,7 @@ check() {
 }
 
 check ruff ruff check .
-check mypy mypy kernel events contract evaluators trainer audit access harness integrations serving migrations hcp console api cli
+check mypy mypy kernel events contract evaluators trainer audit access inference harness integrations serving migrations hcp console api cli
 check pytest pytest -q -p no:cacheprovider tests
 
 step "summary"

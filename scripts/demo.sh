@@ -14,11 +14,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 command -v python3.11 >/dev/null || { echo "demo.sh: python3.11 not found" >&2; exit 1; }
-# The coding checks run model-written code only behind bubblewrap (docs/security.md).
-if ! command -v bwrap >/dev/null; then
-  echo "demo.sh: installing bubblewrap (the coding checks' sandbox) with apt-get" >&2
+# The coding checks run model-written code only behind bubblewrap, under a seccomp filter
+# that libseccomp builds (docs/security.md).
+if ! command -v bwrap >/dev/null || ! ldconfig -p | grep 'libseccomp\.so\.2 ' >/dev/null; then
+  echo "demo.sh: installing bubblewrap and libseccomp2 (the coding checks' sandbox) with apt-get" >&2
   as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-  as_root apt-get update -q >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >&2
+  as_root apt-get update -q >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap libseccomp2 >&2
 fi
 say() { printf 'demo.sh: %s\n' "$*" >&2; }
 if [ ! -x .venv/bin/python ]; then

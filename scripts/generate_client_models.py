@@ -66,9 +66,19 @@ def annotation(schema: dict[str, Any]) -> str:
     return "Any"
 
 
+def python_name(name: str) -> str:
+    """The attribute a field is read by: its own name where Python and pydantic allow it."""
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        return f"field_{''.join(c if c.isalnum() else '_' for c in name)}"
+    from pydantic import BaseModel
+
+    # A field named like a BaseModel attribute (``schema``) would shadow it, and pydantic
+    # warns on every import of the client.
+    return f"{name}_" if hasattr(BaseModel, name) else name
+
+
 def field_line(name: str, schema: dict[str, Any], required: bool) -> str:
-    python = name if name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_") \
-        else f"field_{''.join(c if c.isalnum() else '_' for c in name)}"
+    python = python_name(name)
     kind = annotation(schema)
     options = [] if python == name else [f"alias={name!r}"]
     if not required:

@@ -6,6 +6,8 @@
 #   scripts/services.sh down     stop all three
 #   scripts/services.sh status   one line per service; non-zero exit if any is down
 #   scripts/services.sh env      print the HCP_TEST_* exports (eval "$(scripts/services.sh env)")
+#   scripts/services.sh kafka-libs   print the directory of the Kafka jars, assembling them first
+#                                    if needed (the fault tests run private brokers from them)
 #
 # Everything is idempotent: `up` on running services only probes them. There is no
 # systemd on our machines (containers, CI), so each daemon is started directly and
@@ -26,7 +28,12 @@ REDIS_DIR="$STATE/redis"
 KAFKA_PORT=9092
 KAFKA_CONTROLLER_PORT=9093
 KAFKA_DIR="$STATE/kafka"
-KAFKA_LIBS="$KAFKA_DIR/libs"
+# The jars are the same for every checkout of the same pom, so they live where every
+# checkout finds them: a checkout whose `up` found another checkout's broker running still
+# has them for the fault tests' private brokers (HCP_SERVICES_CACHE moves the cache).
+SERVICES_CACHE="${HCP_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hcp-services}"
+KAFKA_LIBS="$SERVICES_CACHE/kafka-libs"
+OLD_KAFKA_LIBS="$KAFKA_DIR/libs"  # where they were assembled before, per checkout
 KAFKA_DATA="$KAFKA_DIR/data"
 KAFKA_PID="$KAFKA_DIR/kafka.pid"
 KAFKA_POM="$ROOT/scripts/kafka/pom.xml"
@@ -200,23 +207,33 @@ sys.exit(0 if corr == 7 and n_brokers >= 1 else 1)
 PY
 }
 
+libs_current() { [ -f "$1/.pom.sha256" ] && [ "$(cat "$1/.pom.sha256")" = "$2" ]; }
+
 kafka_libs() {
   # Maven runs only when the cached jars are missing or the pom changed since.
   local want
   want=$(sha256sum "$KAFKA_POM" | cut -d' ' -f1)
-  if [ -f "$KAFKA_LIBS/.pom.sha256" ] && [ "$(cat "$KAFKA_LIBS/.pom.sha256")" = "$want" ]; then
-    return
-  fi
   command -v java >/dev/null || apt_install openjdk-17-jre-headless
-  command -v mvn >/dev/null || apt_install maven
-  echo "services.sh: resolving Kafka jars from Maven Central (first run only)" >&2
+  libs_current "$KAFKA_LIBS" "$want" && return
+  mkdir -p "$SERVICES_CACHE"
+  # One assembler at a time across checkouts; the others wait and find the jars made.
+  exec 8>"$SERVICES_CACHE/.kafka-libs.lock"
+  flock 8
+  if libs_current "$KAFKA_LIBS" "$want"; then exec 8>&-; return; fi
   rm -rf "$KAFKA_LIBS.tmp"
-  mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
-    -DoutputDirectory="$KAFKA_LIBS.tmp" >"$KAFKA_DIR/maven.log" 2>&1 \
-    || { tail -n 30 "$KAFKA_DIR/maven.log" >&2; die "maven could not resolve the Kafka jars"; }
+  if libs_current "$OLD_KAFKA_LIBS" "$want"; then
+    cp -r "$OLD_KAFKA_LIBS" "$KAFKA_LIBS.tmp"  # this checkout assembled them before
+  else
+    command -v mvn >/dev/null || apt_install maven
+    echo "services.sh: resolving Kafka jars from Maven Central into $KAFKA_LIBS (first run only)" >&2
+    mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
+      -DoutputDirectory="$KAFKA_LIBS.tmp" >"$SERVICES_CACHE/maven.log" 2>&1 \
+      || { tail -n 30 "$SERVICES_CACHE/maven.log" >&2; die "maven could not resolve the Kafka jars"; }
+    echo "$want" >"$KAFKA_LIBS.tmp/.pom.sha256"
+  fi
   rm -rf "$KAFKA_LIBS"
   mv "$KAFKA_LIBS.tmp" "$KAFKA_LIBS"
-  echo "$want" >"$KAFKA_LIBS/.pom.sha256"
+  exec 8>&-
 }
 
 kafka_config() {
@@ -287,6 +304,8 @@ kafka_log_tail() {
 kafka_up() {
   local t0; t0=$(now)
   local how="already running"
+  # The jars first, whoever runs the broker: the fault tests start private ones from them.
+  kafka_libs
   if ! kafka_pid >/dev/null; then
     if kafka_ready; then
       # Something we did not start (another checkout's broker?) owns the port.
@@ -294,7 +313,6 @@ kafka_up() {
       return
     fi
     mkdir -p "$KAFKA_DIR/logs" "$KAFKA_DATA"
-    kafka_libs
     kafka_config
     local java_cmd=(java -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20
       -Djava.awt.headless=true
@@ -394,8 +412,13 @@ case "${1:-}" in
   env)
     print_env
     ;;
+  kafka-libs)
+    lock
+    kafka_libs
+    echo "$KAFKA_LIBS"
+    ;;
   *)
-    echo "usage: $0 up|down|status|env" >&2
+    echo "usage: $0 up|down|status|env|kafka-libs" >&2
     exit 2
     ;;
 esac

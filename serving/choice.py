@@ -11,24 +11,24 @@ every request, so an alias move takes effect on the next one without a restart:
   names another); an alias that points nowhere yet serves the bare base (``s@0``);
 - ``SPECIALIST@ALIAS``, ``SPECIALIST@N``, ``sha256:<digest>``: exactly that, or 404.
 
-Everything that serves is named by its artifact digest (``Choice.digest``); the pool
-loads bytes by digest and hash-checks them when it opens them.
+The names are resolved by the one resolver (``inference.resolve``); everything that
+serves is named by its artifact digest (``Choice.digest``) and its base's weights digest,
+and the engine loads bytes by digest and hash-checks them when it opens them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from contract.sections import Harness
 from contract.serving import ContractServing
 from contract.versions import ContractVersions
 from harness.router import Route, route
+from inference.names import ModelRef
+from inference.resolve import Resolved, Resolver
+from inference.types import Adapter, BaseModel, Target
 from kernel.errors import NotFound
 from serving.learned import LearnedRoute, LearnedRouting
-from serving.names import ModelRef
-from trainer.registry.aliases import Aliases
-from trainer.registry.registry import Registry
 
 
 class ModelNotFound(NotFound):
@@ -51,20 +51,13 @@ class SlotConfig:
 
 
 @dataclass(frozen=True)
-class BaseRef:
-    name: str
-    path: str
-    weights_sha256: str
-
-
-@dataclass(frozen=True)
 class Choice:
     specialist: str
     adapter_version: str  # "coding@3"; "coding@0": the bare base
     adapter_id: str | None
     digest: str | None  # the artifact's sha256 (None: the bare base)
     alias: str | None  # the alias that resolved to it (None: named by version or digest)
-    base: BaseRef
+    base: BaseModel
     config: SlotConfig
     route: Route
     strategy: str  # what routed: "named" (the client chose), "keywords", "fixed"
@@ -77,17 +70,19 @@ class Choice:
     def served_base(self) -> bool:
         return self.digest is None
 
+    def target(self, precision: str = "auto", device: str | None = None) -> Target:
+        """The bytes that answer: this base and adapter."""
+        return Target(self.base, Adapter(self.digest) if self.digest else None, precision, device)
+
 
 class Chooser:
     def __init__(self, contract: str, serving: ContractServing, contracts: ContractVersions,
-                 registry: Registry, aliases: Aliases, learned: LearnedRouting | None = None) -> None:
+                 resolver: Resolver, learned: LearnedRouting | None = None) -> None:
         self.contract, self.serving, self.contracts = contract, serving, contracts
-        self.registry, self.aliases, self.learned = registry, aliases, learned
-        # Published versions, registered adapter versions and base models never change
-        # (what an alias or a serving move points at does, and is read every time).
+        self.resolver, self.learned = resolver, learned
+        # Published versions never change (what a serving move points at does, and is
+        # read every time).
         self._parsed: dict[int, SlotConfig] = {}
-        self._adapters: dict[str, Any] = {}
-        self._bases: dict[str, BaseRef] = {}
 
     def slots(self) -> dict[str, SlotConfig]:
         """Every specialist the serving contract serves now, with its configuration."""
@@ -102,19 +97,15 @@ class Chooser:
         if ref.kind == "auto":
             return self._routed(slots, turn_text, ref)
         if ref.kind == "digest":
-            ids = self.registry.adapter_ids_of_artifact(str(ref.digest))
-            if not ids:
-                raise ModelNotFound(f"no adapter version has artifact sha256:{ref.digest}")
-            adapter = self.registry.adapter(ids[0])
-            return self._adapter(slots, adapter.specialist, adapter.adapter_id, None, ref,
-                                 _named(adapter.specialist))
+            found = self._resolve(ref, "production", None)
+            return self._chosen(slots, found, ref, _named(found.specialist))
         specialist = str(ref.specialist)
         if specialist not in slots:
             raise ModelNotFound(f"'{ref.text}': contract '{self.contract}' serves "
                                 f"{', '.join(sorted(slots))}, not '{specialist}'")
         if ref.kind == "version":
-            return self._adapter(slots, specialist, f"{specialist}@{ref.version}", None, ref,
-                                 _named(specialist))
+            return self._chosen(slots, self._resolve(ref, "production", None), ref,
+                                _named(specialist))
         return self._by_alias(slots, specialist, ref, _named(specialist))
 
     def _routed(self, slots: dict[str, SlotConfig], text: str, ref: ModelRef) -> Choice:
@@ -149,44 +140,27 @@ class Chooser:
     def _by_alias(self, slots: dict[str, SlotConfig], specialist: str, ref: ModelRef,
                   decided: Route, strategy: str = "named") -> Choice:
         config = slots[specialist]
-        alias = ref.alias or config.harness.specialists[specialist].adapter_alias
+        alias = config.harness.specialists[specialist].adapter_alias
+        named = ref if ref.kind == "alias" else ModelRef("slot", specialist)
+        found = self._resolve(named, alias, config.harness.base_model)
+        return self._chosen(slots, found, ref, decided, strategy)
+
+    def _resolve(self, ref: ModelRef, alias: str, base_if_unset: str | None) -> Resolved:
         try:
-            move = self.aliases.at(specialist, alias)
-        except NotFound:
-            raise ModelNotFound(f"specialist '{specialist}' is not in the registry "
-                                "(hcp specialists create)") from None
-        if move is None or move.adapter_id is None:
-            if ref.kind == "alias":
-                raise ModelNotFound(f"alias '{alias}' of '{specialist}' points nowhere")
-            base = self._base(config.harness.base_model)
-            return Choice(specialist, f"{specialist}@0", None, None, alias, base, config, decided,
-                          strategy, ref.text, [f"alias '{alias}' points nowhere: the bare base serves"])
-        return self._adapter(slots, specialist, move.adapter_id, alias, ref, decided, strategy)
+            return self.resolver.resolve(ref, alias, base_if_unset=base_if_unset)
+        except NotFound as exc:
+            raise ModelNotFound(str(exc)) from None
 
-    def _adapter(self, slots: dict[str, SlotConfig], specialist: str, adapter_id: str,
-                 alias: str | None, ref: ModelRef, decided: Route, strategy: str = "named") -> Choice:
-        if specialist not in slots:
-            raise ModelNotFound(f"'{ref.text}' is a version of '{specialist}', which contract "
-                                f"'{self.contract}' does not serve")
-        adapter = self._adapters.get(adapter_id)
-        if adapter is None:
-            try:
-                adapter = self._adapters[adapter_id] = self.registry.adapter(adapter_id)
-            except NotFound:
-                raise ModelNotFound(f"no adapter version '{adapter_id}'") from None
-        return Choice(specialist, adapter.adapter_id, adapter.adapter_id, adapter.artifact_sha256,
-                      alias, self._base(adapter.base_model), slots[specialist], decided, strategy,
-                      ref.text)
-
-    def _base(self, name: str) -> BaseRef:
-        found = self._bases.get(name)
-        if found is None:
-            try:
-                entry = self.registry.base_model(name)
-            except NotFound:
-                raise ModelNotFound(f"base model '{name}' is not registered (hcp base-models)") from None
-            found = self._bases[name] = BaseRef(entry.name, entry.path, entry.weights_sha256)
-        return found
+    def _chosen(self, slots: dict[str, SlotConfig], found: Resolved, ref: ModelRef,
+                decided: Route, strategy: str = "named") -> Choice:
+        if found.specialist not in slots:
+            raise ModelNotFound(f"'{ref.text}' is a version of '{found.specialist}', which "
+                                f"contract '{self.contract}' does not serve")
+        notes = [] if found.adapter_id else [f"alias '{found.alias}' points nowhere: the bare "
+                                              "base serves"]
+        return Choice(found.specialist, found.adapter_id or found.ref, found.adapter_id,
+                      found.artifact_sha256, found.alias, found.base_model, slots[found.specialist],
+                      decided, strategy, ref.text, notes)
 
     def _config(self, version: int) -> SlotConfig:
         found = self._parsed.get(version)

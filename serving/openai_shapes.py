@@ -9,19 +9,28 @@ keeps its text parts (images are refused: the base model reads text).
 ``extra_body={"hcp": {...}}``), for a harness that judges answers by its own checks:
 ``task``, recorded as the ``turn.user`` event's ``task`` (the hidden check the built-in
 harness records, so the gate can replay the turn), and ``stop_after``, a named stop rule
-(``harness.stops``: after the first fenced block, JSON object or line) where the answer
+(``inference.stops``: after the first fenced block, JSON object or line) where the answer
 ends.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_MESSAGES = 256
 MAX_STOPS = 4
+MAX_STOP_CHARS = 256
+MAX_TOOLS = 128  # OpenAI's own limit
+MAX_NAME_CHARS = 256
+MAX_TOKENS = 1 << 20  # far above any context; the contract's limit applies below it
+# The seed reaches torch.Generator.manual_seed (embedded) or vLLM's int64 field: outside
+# 64 bits it raised inside the decoding thread, so it is a 422 here, as in OpenAI's API.
+SEED_MIN, SEED_MAX = -(1 << 63), (1 << 63) - 1
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
 
 
 class _In(BaseModel):
@@ -30,7 +39,7 @@ class _In(BaseModel):
 
 class FunctionSpec(_In):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")]
-    description: str = ""
+    description: Annotated[str, Field(max_length=4096)] = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -40,12 +49,12 @@ class ToolSpec(_In):
 
 
 class FunctionCall(_In):
-    name: str
+    name: Name
     arguments: str = "{}"  # JSON text, as OpenAI sends it
 
 
 class ToolCallIn(_In):
-    id: str
+    id: Name
     type: Literal["function"] = "function"
     function: FunctionCall
 
@@ -53,9 +62,9 @@ class ToolCallIn(_In):
 class Message(_In):
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = None
-    name: str | None = None
-    tool_calls: list[ToolCallIn] | None = None
-    tool_call_id: str | None = None
+    name: Name | None = None
+    tool_calls: Annotated[list[ToolCallIn] | None, Field(max_length=MAX_TOOLS)] = None
+    tool_call_id: Name | None = None
 
     @field_validator("content")
     @classmethod
@@ -80,21 +89,37 @@ class StreamOptions(_In):
     include_usage: bool = False
 
 
+class JsonSchemaFormat(_In):
+    name: Annotated[str, Field(max_length=64)] = "response"
+    description: Annotated[str, Field(max_length=4096)] = ""
+    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    strict: bool | None = None
+
+
+class ResponseFormat(_In):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+
 class ChatRequest(_In):
-    model: str | None = None
+    model: Name | None = None
     messages: Annotated[list[Message], Field(min_length=1, max_length=MAX_MESSAGES)]
     stream: bool = False
     stream_options: StreamOptions | None = None
-    max_tokens: Annotated[int | None, Field(ge=1)] = None
-    max_completion_tokens: Annotated[int | None, Field(ge=1)] = None
+    max_tokens: Annotated[int | None, Field(ge=1, le=MAX_TOKENS)] = None
+    max_completion_tokens: Annotated[int | None, Field(ge=1, le=MAX_TOKENS)] = None
     temperature: Annotated[float | None, Field(ge=0.0, le=2.0)] = None
     top_p: Annotated[float | None, Field(gt=0.0, le=1.0)] = None
-    seed: int | None = None
-    stop: list[str] | None = None  # one string is taken as a list of one
+    seed: Annotated[int | None, Field(ge=SEED_MIN, le=SEED_MAX)] = None
+    stop: list[Annotated[str, Field(max_length=MAX_STOP_CHARS)]] | None = None  # or one string
     n: Annotated[int, Field(ge=1, le=1)] = 1
-    tools: list[ToolSpec] | None = None
+    tools: Annotated[list[ToolSpec] | None, Field(max_length=MAX_TOOLS)] = None
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
-    user: Annotated[str | None, Field(max_length=256)] = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
+    logprobs: bool | None = None
+    top_logprobs: Annotated[int | None, Field(ge=0, le=20)] = None
+    user: Name | None = None
     hcp: HcpExtension | None = None
 
     @field_validator("stop", mode="before")
@@ -124,15 +149,25 @@ def tool_call_json(call_id: str, name: str, arguments: str) -> dict[str, Any]:
 
 def completion_json(completion_id: str, model: str, text: str | None,
                     tool_calls: list[dict[str, Any]], finish: str, prompt_tokens: int,
-                    completion_tokens: int, extra: dict[str, Any]) -> dict[str, Any]:
+                    completion_tokens: int, extra: dict[str, Any],
+                    logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls:
         message["tool_calls"] = tool_calls
     return {"id": completion_id, "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": extra.get("adapter_digest"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish,
-                         "logprobs": None}],
+                         "logprobs": logprobs}],
             "usage": usage_json(prompt_tokens, completion_tokens), "hcp": extra}
+
+
+def logprobs_json(tokens: Sequence[Any]) -> dict[str, Any]:
+    """OpenAI's ``choices[].logprobs``: each token (``inference.types.TokenLogprob``) with its
+    bytes, log-probability and the likeliest tokens of its step."""
+    return {"content": [
+        {"token": t.token, "bytes": list(t.bytes), "logprob": t.logprob,
+         "top_logprobs": [{"token": text, "bytes": list(raw), "logprob": lp} for text, raw, lp in t.top]}
+        for t in tokens], "refusal": None}
 
 
 def usage_json(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
@@ -141,10 +176,12 @@ def usage_json(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
 
 
 def chunk_json(completion_id: str, model: str, created: int, delta: dict[str, Any],
-               finish: str | None, fingerprint: str | None) -> dict[str, Any]:
+               finish: str | None, fingerprint: str | None,
+               logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
             "model": model, "system_fingerprint": fingerprint,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
+                         "logprobs": logprobs}]}
 
 
 def usage_chunk_json(completion_id: str, model: str, created: int, prompt_tokens: int,

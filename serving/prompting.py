@@ -22,7 +22,7 @@ from typing import Any
 
 from contract.sections import Harness, StoredText
 from harness.routing import routing_input
-from harness.stops import after_json_object
+from inference.stops import after_json_object
 from kernel.errors import Invalid
 from serving.openai_shapes import ChatRequest, Message, ToolSpec
 

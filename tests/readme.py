@@ -17,4 +17,9 @@ def setup_commands(readme: Path = ROOT / "README.md") -> list[str]:
     text = readme.read_text()
     assert SECTION in text, f"README.md has no '{SECTION}' section"
     section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
-    return [block.strip() for block in BASH_BLOCK.findall(section)]
+    return [_command(block) for block in BASH_BLOCK.findall(section)]
+
+
+def _command(block: str) -> str:
+    """The block without its comment lines (the docs tests' `# not run: …`)."""
+    return "\n".join(line for line in block.strip().splitlines() if not line.startswith("#"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,22 +40,26 @@ class Served:
 
 
 @contextmanager
-def hcp_serve(root: Path, sqlite_template: Path, scopes: list[str],
-              tenant: str | None = None) -> Iterator[Served]:
-    """The world built, a key with ``scopes`` (of ``tenant``), and the server up."""
+def hcp_serve(root: Path, sqlite_template: Path, scopes: list[str], tenant: str | None = None,
+              before: Callable[[Container], None] | None = None) -> Iterator[Served]:
+    """The world built (then ``before`` run on it), a key with ``scopes`` (of ``tenant``),
+    and the server up."""
     (root / "hcp.sqlite3").write_bytes(sqlite_template.read_bytes())
     url = f"sqlite:///{root / 'hcp.sqlite3'}"
     settings = Settings(database_url=url, data_dir=root / "data", models_dir=root / "models",
                         serving_contract=CONTRACT, kafka_bootstrap="", redis_url="")
     container = Container(settings=settings, engine=make_engine(url), dispatch_to=RecordingDispatcher())
     build_world(container, root / "models")
+    if before is not None:
+        before(container)
     key = create_key(container.engine, scopes, "e2e", tenant=tenant)
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
            "HCP_DATABASE_URL": url, "HCP_DATA_DIR": str(root / "data"),
            "HCP_MODELS_DIR": str(root / "models"), "HCP_SERVING_CONTRACT": CONTRACT,
            "HCP_CONSOLE_SECRET": "test-secret", "HCP_WEBHOOK_BACKOFF_S": "0.2",
-           "HCP_WEBHOOK_BACKOFF_MAX_S": "0.5", "OMP_NUM_THREADS": "1"}
+           "HCP_WEBHOOK_BACKOFF_MAX_S": "0.5", "HCP_WEBHOOK_ALLOWED_TARGETS": '["127.0.0.1/32"]',
+           "OMP_NUM_THREADS": "1"}
     log = (root / "serve.log").open("wb")
     proc = subprocess.Popen([str(BIN / "hcp"), "serve", "--port", str(port), "--no-access-log"],
                             env=env, stdout=log, stderr=subprocess.STDOUT)

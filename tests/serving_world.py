@@ -66,18 +66,25 @@ eligible = "counts.answered_turns > 0"
 '''
 
 
-def build_world(c: Container, models_dir: Path, **sizes: int) -> None:
-    """The tiny base (registered as ``tiny``), the contract published (serving both
-    slots), the specialists ``chat`` and ``coding``, and trigger policies that never fire
-    by themselves (the tests fire runs, so a server's trigger loop must not)."""
+def build_world(c: Container, models_dir: Path, document: str = DOCUMENT,
+                base_dir: Path | None = None, **sizes: int) -> None:
+    """The tiny base (or ``base_dir``'s model, copied in), registered as ``tiny``; the
+    contract ``document`` published (serving both slots), the specialists ``chat`` and
+    ``coding``, and trigger policies that never fire by themselves (the tests fire runs, so
+    a server's trigger loop must not)."""
+    import shutil
+
     from trainer.ml.tiny_model import build_tiny_base_model
 
-    path = build_tiny_base_model(models_dir / BASE, seed=0, **sizes)  # sizes: hidden_size ...
+    if base_dir is None:
+        path = build_tiny_base_model(models_dir / BASE, seed=0, **sizes)  # sizes: hidden_size ...
+    else:
+        path = Path(shutil.copytree(base_dir, models_dir / BASE))
     c.registry.register_base_model(BASE, path, "tester")
     known = {s.name for s in c.registry.specialists()}  # the migrations create the four
     for name in sorted({"chat", "coding"} - known):
         c.registry.create_specialist(name, name, "tester")
-    draft = c.contracts.create_draft(CONTRACT, DOCUMENT, "tester")
+    draft = c.contracts.create_draft(CONTRACT, document, "tester")
     c.contracts.publish(CONTRACT, draft.version, "tester")
     for name in ("chat", "coding"):
         c.policies.configure(name, TriggerPolicy(enabled=False), "tester")

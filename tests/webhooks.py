@@ -18,9 +18,12 @@ SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # 24 bytes, base64; a te
 
 @contextmanager
 def receiver(port: int, out: Path, secret: str = SECRET, delay: float = 0.0,
-             status: int = 200) -> Iterator[subprocess.Popen[bytes]]:
+             status: int = 200, **hostile: object) -> Iterator[subprocess.Popen[bytes]]:
+    """A receiver process on ``port``; ``hostile``: body, body_bytes, drip, redirect (see
+    tests/webhook_receiver.py)."""
+    options = [f"--{name.replace('_', '-')}={value}" for name, value in hostile.items()]
     proc = subprocess.Popen([sys.executable, "-m", "tests.webhook_receiver", str(port), secret,
-                             str(out), "--delay", str(delay), "--status", str(status)],
+                             str(out), "--delay", str(delay), "--status", str(status), *options],
                             cwd=Path(__file__).resolve().parents[1])
     try:
         wait_for(lambda: _listening(port), 20, "the receiver did not come up")

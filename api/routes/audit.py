@@ -13,7 +13,10 @@ from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.audit import AuditJobIn, AuditJobOut, AuditReportOut
 from api.schemas.events import CatalogueEntryOut, VerifyOut
+from audit.incremental import latest_base, new_seed
 from events.catalogue import catalogue_document
+from events.projections.window import Window
+from kernel.errors import Invalid
 
 router = APIRouter(prefix="/v1", tags=["audit"], route_class=StrictJsonRoute, responses=SECURED)
 
@@ -47,6 +50,14 @@ def start_audit(body: AuditJobIn, container: ContainerDep, jobs: AuditJobsDep,
         adapter_id = str(body.adapter_id)
         job = jobs.start(f"adapter {adapter_id}", lambda progress: runs.adapter(
             adapter_id, actor, "api", on_progress=progress)[0])
+    elif body.since_checkpoint:
+        if container.verifier is None:
+            raise Invalid("since_checkpoint starts from the checkpoint's signature: the server has no "
+                          "checkpoint key (HCP_CHECKPOINT_KEY_FILE)")
+        base = latest_base(container.checkpoint_store)  # 422 before a job starts when there is none
+        window = Window(base.size, body.sample, body.seed or new_seed(), body.sample_manifests)
+        job = jobs.start(f"all since {base.label()}", lambda progress: runs.since(
+            base, window, actor, "api", on_progress=progress)[0])
     else:
         job = jobs.start("all", lambda progress: runs.everything(actor, "api", on_progress=progress)[0])
     return job.to_json()

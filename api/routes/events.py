@@ -6,15 +6,16 @@ payload stored before today's limits (nested hundreds deep, a NaN) must still en
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Body, HTTPException, Query, Response
+from fastapi import APIRouter, Body, HTTPException, Path, Query, Response
 from fastapi.responses import JSONResponse
 
+import console.convertors  # noqa: F401 (the {…:rest} in a path)
 from api.append_route import AppendRoute
 from api.deps import EventsRead, EventsWrite, EventWritingDep, SettingsDep, StoreDep
+from api.errors import invalid_field
 from api.event_pages import event_page
 from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
@@ -22,6 +23,8 @@ from api.schemas.common import INT64_MAX
 from api.schemas.event_batch import ClientBatch
 from api.schemas.events import AppendedBatchOut, EventPage, RecordedEventOut
 from events.ingest import IngestLimits, ingest
+from events.model import parse_event_id
+from kernel.errors import Invalid
 from kernel.json_output import json_bytes
 
 router = APIRouter(prefix="/v1", tags=["events"], route_class=StrictJsonRoute, responses=SECURED)
@@ -68,16 +71,22 @@ router.add_api_route("/events", append_events, methods=["POST"], status_code=201
 
 
 @router.get("/events/{event_id}", response_model=RecordedEventOut, response_class=SafeJSONResponse,
-            responses=errors(404))
-def get_event(event_id: uuid.UUID, store: StoreDep, principal: EventsRead) -> Response:
+            responses=errors(404, 422))
+def get_event(event_id: Annotated[str, Path(description="A UUID, or a chat completion's id "
+                                             "(chatcmpl-<hex>: its turn.assistant event)")],
+              store: StoreDep, principal: EventsRead) -> Response:
     """One event by id, payload upcast to the type's current schema version."""
-    event = store.get(event_id, principal.tenant)
+    try:
+        wanted = parse_event_id(event_id)
+    except Invalid as exc:
+        raise invalid_field("event_id", str(exc)) from None
+    event = store.get(wanted, principal.tenant)
     if event is None:
         raise HTTPException(404, f"no event {event_id}")
     return SafeJSONResponse(event.to_json())
 
 
-@router.get("/streams/{stream_id}", response_model=EventPage, response_class=SafeJSONResponse)
+@router.get("/streams/{stream_id:rest}", response_model=EventPage, response_class=SafeJSONResponse)
 def read_stream(
     stream_id: str, store: StoreDep, settings: SettingsDep, principal: EventsRead,
     after_seq: Annotated[int, Query(ge=0, le=INT64_MAX)] = 0,

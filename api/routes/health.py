@@ -1,6 +1,7 @@
-"""Liveness (unauthenticated, for load balancers) and Prometheus metrics (an operator key
-with ``metrics:read``: the series describe the whole log and every tenant's traffic, the
-log's head and append count among them, which a tenant's own ``head`` hides)."""
+"""Readiness and liveness (unauthenticated, for load balancers and orchestrators) and
+Prometheus metrics (an operator key with ``metrics:read``: the series describe the whole
+log and every tenant's traffic, the log's head and append count among them, which a
+tenant's own ``head`` hides)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from api.deps import ContainerDep, MetricsDep, MetricsRead
 from api.responses import RETRY_AFTER, SECURED
 from api.schemas.health import DependencyOut, HealthOut
+from hcp.health import Probe
 
 router = APIRouter(tags=["health"])
 # /metrics answers text, so FastAPI would document its errors as text too: they are JSON.
@@ -25,9 +27,23 @@ JSON_ERRORS = {status: {"description": entry["description"], **({"headers": entr
     503: {"model": HealthOut, "description": "A dependency is down (see checks)",
           "headers": RETRY_AFTER}})
 def healthz(container: ContainerDep) -> Response:
-    """200 when every dependency answers within the timeout: the database always, Kafka and
-    Redis when configured; 503 naming the one that does not."""
-    probes = container.health.check()
+    """Readiness: 200 when every dependency answers within the timeout (the database always,
+    Kafka and Redis when configured) and the chat backend's decoding thread, once started,
+    runs; 503 naming what does not."""
+    return _answer(container, [*container.health.check(), *container.thread_probes()])
+
+
+@router.get("/livez", response_model=HealthOut, responses={
+    503: {"model": HealthOut, "description": "A thread of this process is down (see checks)",
+          "headers": RETRY_AFTER}})
+def livez(container: ContainerDep) -> Response:
+    """Liveness: 200 while this process's own serving threads run (the chat backend's
+    decoding thread, once started); 503 when one stopped or is stuck, so the process should
+    be restarted. Dependencies are not probed: an outage of the database is no reason to."""
+    return _answer(container, container.thread_probes())
+
+
+def _answer(container: ContainerDep, probes: list[Probe]) -> Response:
     up = all(p.ok for p in probes)
     body = HealthOut(
         status="ok" if up else "unavailable",

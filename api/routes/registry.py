@@ -30,7 +30,8 @@ from api.schemas.registry import (
     SpecialistIn,
     SpecialistOut,
 )
-from api.visibility import adapter_json
+from api.visibility import adapter_json, base_model_json, lineage_link_json, resolved_json
+from inference.names import ModelRef
 from trainer.registry.model import PROMOTED, REJECTED
 
 router = APIRouter(prefix="/v1", tags=["registry"], route_class=StrictJsonRoute, responses=SECURED)
@@ -38,9 +39,9 @@ Limit = Annotated[int, Query(ge=1, le=1000)]
 
 
 @router.get("/base-models", response_model=list[BaseModelOut])
-def list_base_models(registry: RegistryDep, _: RegistryRead) -> list[dict[str, Any]]:
-    """Every registered base model."""
-    return [b.to_json() for b in registry.base_models()]
+def list_base_models(registry: RegistryDep, principal: RegistryRead) -> list[dict[str, Any]]:
+    """Every registered base model (its directory: operator keys only)."""
+    return [base_model_json(b, principal) for b in registry.base_models()]
 
 
 @router.post("/base-models", status_code=201, response_model=BaseModelOut,
@@ -48,13 +49,14 @@ def list_base_models(registry: RegistryDep, _: RegistryRead) -> list[dict[str, A
 def register_base_model(body: BaseModelIn, registry: RegistryDep,
                         principal: RegistryWrite) -> dict[str, Any]:
     """Register a local model directory by the sha256 of its weight files."""
-    return registry.register_base_model(body.name, body.path, principal.actor).to_json()
+    return base_model_json(registry.register_base_model(body.name, body.path, principal.actor),
+                           principal)
 
 
 @router.get("/base-models/{name}", response_model=BaseModelOut, responses=errors(404))
-def get_base_model(name: str, registry: RegistryDep, _: RegistryRead) -> dict[str, Any]:
-    """One base model: path, weight hash and config."""
-    return registry.base_model(name).to_json()
+def get_base_model(name: str, registry: RegistryDep, principal: RegistryRead) -> dict[str, Any]:
+    """One base model: weight hash, config and (operator keys only) its directory."""
+    return base_model_json(registry.base_model(name), principal)
 
 
 @router.get("/specialists", response_model=list[SpecialistAliasesOut])
@@ -73,11 +75,11 @@ def create_specialist(body: SpecialistIn, registry: RegistryDep,
 
 
 @router.get("/specialists/{name}/adapters", response_model=list[AdapterOut], responses=errors(404))
-def specialist_adapters(name: str, registry: RegistryDep, _: RegistryRead,
+def specialist_adapters(name: str, registry: RegistryDep, principal: RegistryRead,
                         limit: Limit = 100) -> list[dict[str, Any]]:
     """The specialist's adapter versions, newest first."""
     registry.specialist(name)
-    return [adapter_json(a) for a in registry.adapters(name, limit)]
+    return [adapter_json(a, principal) for a in registry.adapters(name, limit)]
 
 
 @router.get("/specialists/{name}/aliases", response_model=dict[str, AliasMoveOut],
@@ -130,24 +132,25 @@ def rollback_alias(name: str, alias: str, body: ReasonIn, aliases: AliasesDep,
 
 
 @router.get("/specialists/{name}/resolve", response_model=ResolvedOut, responses=errors(404))
-def resolve(name: str, resolver: ResolverDep, _: RegistryRead,
+def resolve(name: str, resolver: ResolverDep, principal: RegistryRead,
             alias: str = "production") -> dict[str, Any]:
-    """What a server loads for the alias: version, artifact location and sha256, base model."""
-    return resolver.resolve(name, alias).to_json()
+    """What a server loads for the alias: version, artifact sha256 (and, for operator keys,
+    location), base model."""
+    return resolved_json(resolver.resolve(ModelRef("slot", name), alias), principal)
 
 
 @router.get("/adapters", response_model=list[AdapterOut])
-def list_adapters(registry: RegistryDep, _: RegistryRead, specialist: str | None = None,
+def list_adapters(registry: RegistryDep, principal: RegistryRead, specialist: str | None = None,
                   limit: Limit = 100) -> list[dict[str, Any]]:
     """Adapter versions, by specialist, newest first."""
-    return [adapter_json(a) for a in registry.adapters(specialist, limit)]
+    return [adapter_json(a, principal) for a in registry.adapters(specialist, limit)]
 
 
 @router.get("/adapters/{adapter_id}", response_model=AdapterOut, responses=errors(404))
-def get_adapter(adapter_id: str, registry: RegistryDep, _: RegistryRead) -> dict[str, Any]:
+def get_adapter(adapter_id: str, registry: RegistryDep, principal: RegistryRead) -> dict[str, Any]:
     """One adapter version with every lineage field, its metrics (the gate record's summary:
     its cases are at ``/v1/adapters/{id}/gate/samples``) and effective status."""
-    return adapter_json(registry.adapter(adapter_id))
+    return adapter_json(registry.adapter(adapter_id), principal)
 
 
 @router.get("/adapters/{adapter_id}/lineage", response_model=LineageOut, responses=errors(404))
@@ -159,7 +162,7 @@ def lineage(adapter_id: str, chains: LineageDep, principal: RegistryRead,
         raise HTTPException(403, "deep lineage reads every tenant's events: operator keys only")
     chain = chains.chain(adapter_id, deep)
     return {"adapter_id": adapter_id, "verified": all(link["verified"] for link in chain),
-            "chain": chain}
+            "chain": [lineage_link_json(link, principal) for link in chain]}
 
 
 @router.post("/adapters/{adapter_id}/promote", response_model=AdapterOut,
@@ -168,7 +171,7 @@ def promote(adapter_id: str, body: PromoteIn, registry: RegistryDep,
             principal: RegistryWrite) -> dict[str, Any]:
     """Promote a version by hand (whatever its gate said) and move ``alias`` to it."""
     return adapter_json(registry.set_status(adapter_id, PROMOTED, principal.actor, body.reason,
-                                            body.alias))
+                                            body.alias), principal)
 
 
 @router.post("/adapters/{adapter_id}/reject", response_model=AdapterOut,
@@ -176,7 +179,8 @@ def promote(adapter_id: str, body: PromoteIn, registry: RegistryDep,
 def reject(adapter_id: str, body: ReasonIn, registry: RegistryDep,
            principal: RegistryWrite) -> dict[str, Any]:
     """Mark a version rejected (aliases are not moved: roll them back explicitly)."""
-    return adapter_json(registry.set_status(adapter_id, REJECTED, principal.actor, body.reason))
+    return adapter_json(registry.set_status(adapter_id, REJECTED, principal.actor, body.reason),
+                        principal)
 
 
 router.include_router(gate_cases.router)

@@ -3,7 +3,9 @@ turns, route decisions, tool calls and answers in the key's tenant (docs/integra
 
 Answers as an OTLP collector does: an ``ExportTraceServiceResponse`` in the request's
 encoding, whose ``partial_success`` counts the spans skipped and says why; 400 for a body
-that is not an OTLP request, 422 when no span maps at all (exporters do not retry a 4xx).
+that is not an OTLP request (or nests too deep), 413 for one past the span, message or
+inflated-size bounds (checked before it is decoded: ``integrations.otlp.limits``), 422 when
+no span maps at all or OTLP/JSON repeats a key (exporters do not retry a 4xx).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from starlette.concurrency import run_in_threadpool
 
 from access.principal import Principal
-from api.deps import EventWritingDep, require
+from api.deps import ContainerDep, EventWritingDep, require
 from api.errors import error_body
 from api.responses import BODY, SECURED, errors
 from events.ingest import IngestLimits
-from integrations.otlp.decode import OtlpMalformed
+from integrations.otlp.decode import OtlpLimits, OtlpMalformed
+from integrations.otlp.limits import OtlpTooLarge
 from integrations.otlp.mapping import Conversations
 from integrations.otlp.traces import TraceResult, ingest_traces
 
@@ -48,22 +51,28 @@ OTLP_BODY = {"content": {"application/x-protobuf": {"schema": {"type": "string",
                                          "description": "ExportTraceServiceResponse"},
                                    **BODY, **errors(409, 413)},
              openapi_extra={"requestBody": OTLP_BODY})
-async def export_traces(request: Request, principal: EventsWrite, writing: EventWritingDep) -> Response:
+async def export_traces(request: Request, principal: EventsWrite, writing: EventWritingDep,
+                        container: ContainerDep) -> Response:
     """OTLP/HTTP trace export: GenAI spans become sessions of the key's tenant."""
     body, headers = await request.body(), request.headers
     settings = writing.settings
     limits = IngestLimits(settings.max_batch_events, settings.max_payload_bytes, settings.json_limits)
+    bounds = OtlpLimits(settings.max_body_bytes, settings.otlp_max_spans, settings.otlp_max_items,
+                        settings.max_json_depth)
     try:
         result: TraceResult = await run_in_threadpool(
-            ingest_traces, writing.appender, body, headers.get("content-type", ""),
+            ingest_traces, writing.appender, container.store, body, headers.get("content-type", ""),
             headers.get("content-encoding", ""), limits, principal.author, writing.references,
-            _conversations(request))
+            _conversations(request), bounds)
+    except OtlpTooLarge as exc:
+        return Response(json.dumps(error_body("otlp_too_large", str(exc), "body")), 413,
+                        media_type="application/json")
     except OtlpMalformed as exc:
         return Response(json.dumps(error_body("malformed_otlp", str(exc), "body")), 400,
                         media_type="application/json")
     writing.metrics.events_appended.inc(result.created)
     answer = ExportTraceServiceResponse()
-    if result.mapped.skipped_spans:
+    if result.mapped.skipped_spans or result.mapped.late_spans:
         answer.partial_success.rejected_spans = result.mapped.skipped_spans
         answer.partial_success.error_message = result.mapped.summary()
     if headers.get("content-type", "").startswith("application/json"):

@@ -24,6 +24,7 @@ from api.schemas.training import (
     TrainingRunOut,
     TriggerCheckOut,
 )
+from api.visibility import run_json
 from contract.policy import TriggerPolicy
 from trainer.runs.model import RunStatus
 from trainer.runs.store import Runs
@@ -48,10 +49,10 @@ def _fire(triggers: Triggers, runs: Runs, specialist: str, body: FireIn, actor: 
 
 
 @router.get("/training-runs", response_model=list[TrainingRunOut])
-def list_runs(runs: RunsDep, _: RegistryRead, specialist: str | None = None,
+def list_runs(runs: RunsDep, principal: RegistryRead, specialist: str | None = None,
               status: RunStatus | None = None, limit: Limit = 50) -> list[dict[str, Any]]:
     """Training runs, newest first, with status, step/total and last loss."""
-    return [r.to_json() for r in runs.recent(specialist, status, limit)]
+    return [run_json(r, principal) for r in runs.recent(specialist, status, limit)]
 
 
 @router.post("/training-runs", status_code=201, response_model=FiredOut,
@@ -63,9 +64,10 @@ def start_run(body: StartIn, triggers: TriggersDep, runs: RunsDep, principal: Tr
 
 
 @router.get("/training-runs/{run_id}", response_model=TrainingRunOut, responses=errors(404))
-def get_run(run_id: str, runs: RunsDep, _: RegistryRead) -> dict[str, Any]:
-    """One run: queued, running (step, total_steps, last_loss), succeeded or failed (error)."""
-    return runs.get(run_id).to_json()
+def get_run(run_id: str, runs: RunsDep, principal: RegistryRead) -> dict[str, Any]:
+    """One run: queued, running (step, total_steps, last_loss), succeeded or failed (error,
+    to operator keys)."""
+    return run_json(runs.get(run_id), principal)
 
 
 @router.post("/training-runs/{run_id}/retry", response_model=TrainingRunOut,
@@ -75,7 +77,7 @@ def retry_run(run_id: str, body: RetryIn, runs: RunsDep, triggers: TriggersDep,
     """Queue a failed run again (the same run: the same work key, manifest and parent)."""
     run = runs.requeue(run_id, principal.actor, body.reason)
     triggers.send(run_id)  # an unreachable broker leaves it queued; a worker re-sends it
-    return run.to_json()
+    return run_json(run, principal)
 
 
 @router.get("/triggers", response_model=list[PolicyOut], response_model_exclude_unset=True)

@@ -1,5 +1,6 @@
 """Webhook subscriptions and their deliveries (docs/integrations.md). A tenant's key sees and
-changes only its tenant's subscriptions, and may subscribe only to what it may read."""
+changes only its tenant's subscriptions, and may subscribe only to what it may read; it sees
+of each attempt whether it succeeded, never what the receiver answered."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from api.jsonbody import StrictJsonRoute
 from api.responses import BODY, SECURED, errors
 from api.schemas.common import UtcDatetime
 from api.schemas.webhooks import DeliveryOut, DeliveryPage, EventTypeOut, WebhookIn, WebhookList, WebhookOut
+from integrations.webhooks.deliveries import RedeliveryLimited
 from integrations.webhooks.topics import TOPICS
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"], route_class=StrictJsonRoute,
@@ -86,20 +88,27 @@ def enable_webhook(subscription_id: str, principal: WebhooksWrite, c: ContainerD
 def deliveries(subscription_id: str, principal: WebhooksRead, c: ContainerDep,
                limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                before: UtcDatetime | None = None) -> dict[str, Any]:
-    """Every delivery attempt, newest first: status, the receiver's answer, the time it took."""
+    """Every delivery attempt, newest first: whether it succeeded and how long a success took
+    (the receiver's status: operator keys only)."""
     found = c.integrations.subscriptions.get(subscription_id, principal.tenant)
     page = c.integrations.deliveries.page(found.subscription_id, limit, before)
     nxt = page[-1].to_json()["created_at"] if len(page) == limit else None
-    return {"deliveries": [d.to_json() for d in page], "next_before": nxt}
+    return {"deliveries": [d.to_json(principal.operator) for d in page], "next_before": nxt}
 
 
 @router.post("/{subscription_id}/deliveries/{delivery_id}/redeliver", response_model=DeliveryOut,
-             status_code=202, responses=errors(404))
+             status_code=202, responses={**errors(404), 429: {
+                 **errors(429)[429], "description": "Too many failed authentications, or this "
+                 "subscription queued HCP_WEBHOOK_REDELIVERIES_PER_HOUR redeliveries in the last hour"}})
 def redeliver(subscription_id: str, delivery_id: str, principal: WebhooksWrite,
               c: ContainerDep) -> dict[str, Any]:
-    """Send a delivery's event again (queued: the deliverer sends it at its next step)."""
+    """Send a delivery's event again (queued: the deliverer sends it at its next step; asking
+    again while it waits returns the same queued attempt)."""
     found = c.integrations.subscriptions.get(subscription_id, principal.tenant)
-    return c.integrations.deliveries.queue_redelivery(found.subscription_id, delivery_id,
-                                                      principal.actor).to_json()
-
-
+    try:
+        queued = c.integrations.deliveries.queue_redelivery(
+            found.subscription_id, delivery_id, principal.actor,
+            c.settings.webhook_redeliveries_per_hour)
+    except RedeliveryLimited as exc:
+        raise HTTPException(429, str(exc), headers={"Retry-After": str(exc.retry_after_s)}) from None
+    return queued.to_json(principal.operator)

@@ -4,6 +4,8 @@ proof bundles' ``to_json`` (``tests/unit/test_response_models.py``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field, model_validator
 
 from api.schemas.common import Out, Position, Timestamp, UuidText
@@ -33,17 +35,30 @@ class AuditReportOut(Out):
     finished_at: Timestamp | None
     mismatch_count: int
     checks: list[CheckOut]
+    coverage: dict[str, Any] | None = Field(None, description=(
+        "Which audit ran and what it covered: kind 'full', or 'incremental' with the checkpoint, "
+        "the positions re-hashed, the sample's size and seed"))
 
 
 class AuditJobIn(BaseModel):
     scope: str = Field("all", pattern="^(all|adapter)$", description="'all', or 'adapter' with adapter_id")
     adapter_id: str | None = Field(None, max_length=120,
                                    description="SPECIALIST@VERSION, for scope 'adapter'")
+    since_checkpoint: bool = Field(False, description=(
+        "Scope 'all' only: audit what came after the latest signed checkpoint (its signature and "
+        "the log's consistency with it first) and a seeded sample of the older rows"))
+    sample: int = Field(100, ge=0, le=1_000_000, description="With since_checkpoint: older rows per table")
+    sample_manifests: int = Field(2, ge=0, le=100_000, description=(
+        "With since_checkpoint: older manifests, each with all its rows and its examples rebuilt"))
+    seed: str | None = Field(None, min_length=1, max_length=200, description=(
+        "With since_checkpoint: the sample's seed (default: a random one, named in the report)"))
 
     @model_validator(mode="after")
     def _adapter_needs_id(self) -> AuditJobIn:
         if self.scope == "adapter" and not self.adapter_id:
             raise ValueError("adapter_id is required when scope is 'adapter'")
+        if self.scope == "adapter" and self.since_checkpoint:
+            raise ValueError("since_checkpoint goes with scope 'all'")
         return self
 
 

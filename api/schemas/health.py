@@ -19,4 +19,5 @@ class HealthOut(Out):
     status: Literal["ok", "unavailable"] = Field(description="unavailable (503) when any check is down")
     mode: Literal["embedded", "services"]
     checks: dict[str, DependencyOut] = Field(
-        description="database always; kafka and redis when configured")
+        description="database always; kafka and redis when configured; chat once a chat "
+        "request has started its backend (/livez: chat only)")

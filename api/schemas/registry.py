@@ -43,7 +43,7 @@ class PromoteIn(ReasonIn):
 
 class BaseModelOut(Out):
     name: str
-    path: str
+    path: str | None = Field(description="The directory on the server; null for a tenant's key")
     weights_sha256: str
     config: JsonObject = Field(description="The model's config.json")
     registered_by: str
@@ -80,7 +80,8 @@ class AdapterOut(Out):
     hyper: JsonObject
     metrics: JsonObject
     artifact_sha256: str
-    artifact_uri: str
+    artifact_uri: str | None = Field(description="Where the server stores it; null for a "
+                                     "tenant's key (download: /v1/adapters/{id}/artifact)")
     registered_status: AdapterStatus = Field(description="What the gate made it at registration")
     status: AdapterStatus = Field(description="Effective: the latest status change")
     registered_by: str
@@ -132,7 +133,7 @@ class AliasPointerOut(Out):
 
 class BaseModelRefOut(Out):
     name: str
-    path: str
+    path: str | None = Field(description="The directory on the server; null for a tenant's key")
     weights_sha256: str
 
 
@@ -142,7 +143,8 @@ class ResolvedOut(Out):
     adapter_id: str
     version: int
     artifact_sha256: str
-    artifact_uri: str
+    artifact_uri: str | None = Field(description="Where the server stores it; null for a "
+                                     "tenant's key")
     base_model: BaseModelRefOut
     moved_at: Timestamp
 
@@ -168,7 +170,7 @@ class LinkManifestOut(Out):
 
 class LinkArtifactOut(Out):
     sha256: str
-    uri: str
+    uri: str | None = Field(description="Where the server stores it; null for a tenant's key")
     verified: bool
     note: str | None
 

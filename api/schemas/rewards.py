@@ -22,6 +22,18 @@ class RewardContractOut(Out):
     content_hash: str
 
 
+class JudgementOut(Out):
+    judge: str = Field(description="The judge's id in the contract")
+    model: str = Field(description="The judge model's weights digest (sha256:…)")
+    prompt_hash: str = Field(description="sha256 of the rendered messages and the token budget")
+    seed: int
+    verdict: str = Field(description="The judge's raw answer, as recorded")
+    verdict_event: str | None = Field(description="The judge.verdict event that recorded it")
+    score: float | None = Field(description="The verdict read on the judge's scale; null: unreadable")
+    scores: list[float] | None = Field(None, description="Relative judges: one per answer")
+    error: str | None = Field(description="Why the verdict could not be read")
+
+
 class RewardOut(Out):
     reward_id: UuidText
     position: int | None
@@ -41,6 +53,9 @@ class RewardOut(Out):
     prev_hash: str | None = Field(description="The reward chain: the hash of the reward before it")
     hash: str | None = Field(description="SHA-256 of prev_hash and this record's canonical JSON "
                              "(without the two hashes); see docs/audit.md")
+    judgements: list[JudgementOut] | None = Field(
+        None, description="The judges' verdicts the score rests on (a contract with judges "
+        "only): the judge model's digest, the prompt's hash, the seed, the raw verdict")
 
 
 class QueriedContractOut(Out):

@@ -51,9 +51,12 @@ class DeliveryOut(Out):
     attempt: int = Field(description="1, 2, … at the same event (a redelivery repeats its attempt's)")
     status: str = Field(description="queued | succeeded | failed")
     redelivery: bool
-    response_status: int | None
-    error: str | None
-    duration_ms: float | None
+    response_status: int | None = Field(description="The receiver's HTTP status, to operator keys "
+                                        "only (what an internal receiver answers is not a tenant's to read)")
+    error: str | None = Field(description="A failure's one message, whatever happened (the cause is "
+                              "in the server's log)")
+    duration_ms: float | None = Field(description="How long a success took; null for a failure, "
+                                      "whose outcome is recorded at the attempt's deadline")
     requested_by: str | None
     created_at: Timestamp
     finished_at: Timestamp | None

@@ -45,19 +45,21 @@ def check_events(findings: Findings, events: Iterable[RecordedEvent]) -> None:
 
 
 def check_inclusion(findings: Findings, events: Sequence[RecordedEvent], checkpoint: StoredCheckpoint,
-                    nodes: NodeStore) -> None:
-    """Prove each event (``position <= checkpoint size``) in the signed tree, in one read."""
+                    nodes: NodeStore, label: str | None = None) -> None:
+    """Prove each event (``position <= checkpoint size``) in the signed tree, in one read
+    (``label``: how to name the checkpoint; default "checkpoint N")."""
     size, root = checkpoint.checkpoint.size, checkpoint.checkpoint.root
+    label = label or f"checkpoint {checkpoint.position}"
     covered = [e for e in events if e.position <= size]
     if len(covered) < len(events):
-        findings.note(f"{len(events) - len(covered)} events are newer than checkpoint {checkpoint.position} "
+        findings.note(f"{len(events) - len(covered)} events are newer than {label} "
                       f"(size {size}): not provable until the next one is signed")
     plans = {e.position: [range_nodes(a, b) for a, b in inclusion_ranges(e.position - 1, size)]
              for e in covered}
     try:
         found = nodes.read_nodes({node for plan in plans.values() for part in plan for node in part})
     except NodeStoreError as exc:
-        findings.add(f"checkpoint {checkpoint.position}", f"the stored tree lacks nodes it signed: {exc}")
+        findings.add(label, f"the stored tree lacks nodes it signed: {exc}")
         return
     for event in covered:
         proof = [fold([found[node] for node in part]) for part in plans[event.position]]
@@ -69,8 +71,8 @@ def check_inclusion(findings: Findings, events: Sequence[RecordedEvent], checkpo
         else:
             reason = "its hash does not lead to the signed root"
         if implied != root:
-            findings.add(f"event {event.position}", f"{event.type} is not proven in checkpoint "
-                                                    f"{checkpoint.position} (size {size}): {reason}")
+            findings.add(f"event {event.position}", f"{event.type} is not proven in {label} "
+                                                    f"(size {size}): {reason}")
 
 
 def check_leaves(findings: Findings, events: Sequence[RecordedEvent], nodes: NodeStore, size: int) -> None:

@@ -1,4 +1,5 @@
-"""Reward records: their own hash chain, its seals in the log, and the contract they name.
+"""Reward records: their own hash chain, its seals in the log, the contract they name, and
+the judges' verdicts they rest on (each one the log's ``judge.verdict``).
 
 The whole chain (``audit all``) is walked like the event chain. An adapter's audit checks
 only the rewards its manifests use: each one's own hash, its links to the rewards on
@@ -8,7 +9,7 @@ all later hashes recomputed no longer reaches a sealed head).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from audit.report import Findings
 from evaluators.chain import GENESIS_HASH, check_own_hash, verify_rewards
@@ -72,6 +73,29 @@ def check_contract_hashes(findings: Findings, records: Iterable[RewardRecord],
             findings.add(_name(str(record.reward_id), record.position),
                          f"names contract hash {record.contract_hash[:12]}… for {record.contract_name}@"
                          f"{record.contract_version}, whose events say {expected[:12]}…")
+
+
+def check_judgements(findings: Findings, records: Iterable[RewardRecord],
+                     events: Callable[[set[str]], Mapping[str, RecordedEvent]]) -> None:
+    """Each judged reward's verdicts are the log's: every judgement names a ``judge.verdict``
+    event with the same model, prompt hash, seed and raw verdict (``events``: by id)."""
+    judged = [r for r in records if r.judgements]
+    if not judged:
+        return
+    found = events({str(j.get("verdict_event")) for r in judged for j in r.judgements})
+    for record in judged:
+        for j in record.judgements:
+            event = found.get(str(j.get("verdict_event")))
+            wanted = {"model": j.get("model"), "prompt_hash": j.get("prompt_hash"), "seed": j.get("seed"),
+                      "verdict": j.get("verdict")}
+            if event is None or event.type != "judge.verdict":
+                findings.add(_name(str(record.reward_id), record.position),
+                             f"judge {j.get('judge')}: its verdict event {j.get('verdict_event')} "
+                             "is not in the log")
+            elif any(event.payload.get(k) != v for k, v in wanted.items()):
+                findings.add(_name(str(record.reward_id), record.position),
+                             f"judge {j.get('judge')}: the verdict it records is not the one "
+                             f"event {j.get('verdict_event')} holds")
 
 
 def _name(reward_id: str | None, position: int | None) -> str:

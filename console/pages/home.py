@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 
+from access.keys import key_id_of
 from console.deps import Actor, CodecDep, ContainerDep, Form, MaybeViewer, ThrottleDep, Viewer
 from console.render import console_router, page
 from console.session import COOKIE
@@ -33,7 +34,10 @@ def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecD
     target = safe_next(form.get("next"))
     address = f"addr:{request.client.host if request.client else '?'}"
     wait = throttle.retry_after([address])
-    if wait:
+    key_id = key_id_of(key)
+    # As at the API's gate: a spent allowance never refuses a right key (the address may be
+    # shared), and made-up key ids are refused unread.
+    if wait and not (key_id and container.keys.issued(key_id)):
         error = f"Too many failed sign-ins from this address; try again in {wait} s."
         return page(request, "sign_in.html", {"next": target, "error": error}, None, status=429,
                     headers={"Retry-After": str(wait)})
@@ -41,7 +45,10 @@ def sign_in(request: Request, form: Form, container: ContainerDep, codec: CodecD
     if principal is None:
         throttle.failed([address])
         error = "Enter an API key." if not key else "That key is unknown or malformed."
-        return page(request, "sign_in.html", {"next": target, "error": error}, None, status=401)
+        if wait:
+            error = f"Too many failed sign-ins from this address; try again in {wait} s."
+        return page(request, "sign_in.html", {"next": target, "error": error}, None,
+                    status=429 if wait else 401, headers={"Retry-After": str(wait)} if wait else None)
     if principal.tenant is not None:
         # The console shows every tenant's experience side by side (reward distributions,
         # sessions, lineage): it is for operators. A tenant's key reads its own data

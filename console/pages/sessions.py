@@ -8,6 +8,7 @@ from urllib.parse import quote
 from fastapi import Query, Request, Response
 from fastapi.responses import RedirectResponse
 
+import console.convertors  # noqa: F401 (registers {…:rest})
 from console.deps import ContainerDep, Viewer, need
 from console.render import console_router, page
 from console.views import sessions as views
@@ -27,7 +28,9 @@ def sessions(request: Request, session: Viewer, container: ContainerDep,
     return page(request, "sessions.html", views.latest_sessions(container, before, where), session)
 
 
-@router.get("/sessions/{stream_id}")
+# ``:rest`` (console/convertors.py): a stream id may hold "/" (an OTLP conversation id is
+# the client's, and a "%2F" in a link is decoded before routing): the rest of the path is it.
+@router.get("/sessions/{stream_id:rest}")
 def one_session(request: Request, stream_id: str, session: Viewer, container: ContainerDep,
                 after_seq: Annotated[int, Query(ge=0)] = 0) -> Response:
     need(session, "events:read")

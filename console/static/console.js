@@ -57,7 +57,9 @@
       "overlay-opacity": 0.25, "overlay-padding": 8 } },
     { selector: "edge", style: { width: 1.5, "line-color": "#b6bdc8", "target-arrow-color": "#b6bdc8",
       "target-arrow-shape": "triangle", "curve-style": "bezier", label: "data(label)", "font-size": 11,
-      color: "#3d4554", "text-rotation": "autorotate", "text-background-color": "#fbfcfd",
+      // Level, not along the edge: a vertical edge's label stood as tall as its words are
+      // long and ran into the nodes at both ends.
+      color: "#3d4554", "text-rotation": "none", "text-background-color": "#fbfcfd",
       "text-background-opacity": 0.9, "text-background-padding": 1 } }
   ];
 
@@ -155,6 +157,9 @@
     if (cy.zoom() < READABLE) {  // too long to fit legibly: readable size, this version in view
       cy.zoom(READABLE);
       cy.center(cy.nodes(".focus").first());
+      // ... across, that is; up and down, every row stays in view (the rows are few).
+      var rows = cy.elements().boundingBox();
+      cy.pan({ x: cy.pan().x, y: (cy.height() - (rows.y1 + rows.y2) * cy.zoom()) / 2 });
     }
     var panel = document.getElementById("graph-details");
     cy.on("tap", "node", function (event) {

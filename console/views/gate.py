@@ -4,20 +4,23 @@ The record's shape grows as the gate does: today the decision, the headline comp
 (held-out margin or rollout reward: successor, parent, delta, required) and one row per
 criterion; a statistical gate adds an interval, its sample count and seed; a gate on the
 task harness adds the held-out pass rate and the non-inferiority check (``trainer.gate.
-probes``: parent and successor on the general set and the unseen templates, one row per
-set, per-case answers left out). Whatever this module does not know by name is still
+probes``: parent and successor on the general set, the unseen templates and the retention
+set, one row per set with its one-sided lower bound, power and chance that a successor that
+lost nothing passes; per-case answers left out). Whatever this module does not know by name is still
 shown, under "other fields", so new data is never hidden.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeGuard
 
 HEADLINES = {"heldout_margin": "held-out margin", "rollout_reward": "rollout reward"}
 INTERVAL_KEYS = ("interval", "bootstrap", "confidence_interval", "ci")
 SAMPLE_KEYS = ("samples", "n_samples", "sample_count", "n_pairs", "n_rollouts", "held_out")
 SEED_KEYS = ("seed", "bootstrap_seed")
-PROBE_SETS = {"general": "general instruction set", "unseen_templates": "unseen templates"}
+PROBE_SETS = {"general": "general instruction set", "unseen_templates": "unseen templates",
+              "retention": "retention set"}
 _KNOWN = {"promote", "reason", "comparison", "metric", "parent_is_base", "successor", "parent",
           "rollouts", "offline", "pass_rate", "non_inferiority", *INTERVAL_KEYS, *SAMPLE_KEYS,
           *SEED_KEYS}
@@ -28,14 +31,16 @@ def gate_view(gate: dict[str, Any] | None) -> dict[str, Any] | None:
     if not gate:
         return None
     comparison = gate.get("comparison") or {}
+    tolerances = comparison.get("tolerances") or {}
     return {
         "promote": gate.get("promote"),
-        "reason": gate.get("reason"),
+        "reason": rounded(gate.get("reason")),
         "metric": gate.get("metric"),
         "parent_is_base": gate.get("parent_is_base"),
         "headlines": [_headline(name, comparison[name]) for name in HEADLINES
                       if isinstance(comparison.get(name), dict)],
-        "criteria": criteria_rows(comparison.get("criteria") or {}),
+        "criteria": criteria_rows(comparison.get("criteria") or {}, tolerances),
+        "default_tolerance": tolerances.get("*") if _number(tolerances.get("*")) else None,
         "interval": _first(INTERVAL_KEYS, gate, comparison),
         "samples": _samples(gate, comparison),
         "seed": _first(SEED_KEYS, gate, comparison),
@@ -45,8 +50,23 @@ def gate_view(gate: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def criteria_rows(criteria: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per criterion: successor, parent, delta, tolerance, gated, ok, note."""
+# A figure as Python writes a float (0.027970770994822185): the reasons the gate wrote
+# before it rounded them are shown rounded, as the tables beside them are.
+_LONG_FIGURE = re.compile(r"(?<![\w.])-?\d+\.\d{5,}(?:e-?\d+)?")
+
+
+def rounded(reason: Any) -> Any:
+    """A gate reason with every long figure written to four places."""
+    if not isinstance(reason, str):
+        return reason
+    return _LONG_FIGURE.sub(lambda m: f"{float(m.group()):.4f}", reason)
+
+
+def criteria_rows(criteria: dict[str, Any], tolerances: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per criterion: successor, parent, delta, tolerance, gated, ok, note;
+    ``own``: the tolerance is the criterion's own (else the record's default, ``*``, which
+    the page states once instead of in every row)."""
+    tolerances = tolerances or {}
     rows = []
     for name, row in sorted(criteria.items()):
         if not isinstance(row, dict):
@@ -55,6 +75,7 @@ def criteria_rows(criteria: dict[str, Any]) -> list[dict[str, Any]]:
         delta = successor - parent if _number(successor) and _number(parent) else None
         rows.append({"name": name, "successor": successor, "parent": parent, "delta": delta,
                      "tolerance": row.get("tolerance"), "gated": row.get("gated"),
+                     "own": name in tolerances or "*" not in tolerances,
                      "ok": row.get("ok"), "note": row.get("note", ""),
                      "interval": _first(INTERVAL_KEYS, row)})
     return rows
@@ -71,13 +92,17 @@ def probes_view(record: Any) -> dict[str, Any] | None:
         if not isinstance(row, dict):
             continue
         credit = row.get("mean") or {}
+        check = row.get("non_inferiority") or {}
         rows.append({"name": PROBE_SETS.get(name, name.replace("_", " ")), "n": row.get("n"),
                      "parent": credit.get("parent"), "successor": credit.get("successor"),
                      "delta": row.get("delta"), "pass_rate": _pair(row.get("pass_rate")),
-                     "interval": row.get("interval"), "ok": row.get("ok"),
+                     "interval": row.get("interval"), "lower": check.get("lower"),
+                     "pass_if_equal": row.get("pass_if_equal"), "ok": row.get("ok"),
                      "note": row.get("note", "")})
+    # records before the power-stated check have no "power": a loss had to be shown then
     return {"ok": record.get("ok"), "margin": record.get("margin"),
-            "confidence": record.get("confidence"), "note": record.get("note", ""), "sets": rows}
+            "confidence": record.get("confidence"), "power": record.get("power"),
+            "note": record.get("note", ""), "sets": rows}
 
 
 def _pair(value: Any) -> dict[str, Any] | None:

@@ -15,7 +15,9 @@ from typing import Any
 from hcp.bootstrap import Container
 
 DEFAULT_DEPTH, MAX_DEPTH = 8, 200
-ROW = {"contract": 0, "manifest": 85, "run": 170, "adapter": 255, "base": 345}
+# 100 px between rows: a node's label hangs about 33 px below its centre and an edge's
+# label (level, 11 px type) sits at the edge's middle, so each has a row of its own.
+ROW = {"contract": 0, "manifest": 100, "run": 200, "adapter": 300, "base": 400}
 COLUMN = 260
 
 Nodes = dict[str, dict[str, Any]]

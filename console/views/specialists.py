@@ -28,7 +28,7 @@ def overview(container: Container) -> list[dict[str, Any]]:
     versions serving it (where the server records which version serves which specialist)."""
     serving = serving_contracts(container)
     return [{"specialist": s, "aliases": container.aliases.current(s.name),
-             "serving": serving.get(s.name) if serving is not None else None,
+             "serving": serving_of(serving, s.name, container.settings.serving_contract),
              "serves": serves(container, s.name)}
             for s in container.registry.specialists()]
 
@@ -46,6 +46,17 @@ def serving_contracts(container: Container, at: datetime | None = None) -> dict[
     return found
 
 
+def serving_of(serving: dict[str, list[str]] | None, specialist: str,
+               used: str) -> dict[str, Any] | None:
+    """The versions serving ``specialist``: ``here``, the one of the contract this server
+    serves under (``used``, HCP_SERVING_CONTRACT), and the ``others`` (other servers')."""
+    if serving is None:
+        return None
+    refs = serving.get(specialist, [])
+    here = next((ref for ref in refs if ref.split("@")[0] == used), None)
+    return {"used": used, "here": here, "others": [ref for ref in refs if ref != here]}
+
+
 def specialist_page(container: Container, name: str, before_move: int | None = None,
                     before_version: int | None = None) -> dict[str, Any]:
     specialist = container.registry.specialist(name)
@@ -57,7 +68,7 @@ def specialist_page(container: Container, name: str, before_move: int | None = N
     serving = serving_contracts(container)
     return {
         "specialist": specialist,
-        "serving": serving.get(name, []) if serving is not None else None,
+        "serving": serving_of(serving, name, container.settings.serving_contract),
         "serves": serves(container, name),
         "aliases": container.aliases.current(name),
         "timeline": timeline(moves)[:PAGE],

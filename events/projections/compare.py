@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Boolean, Column, DateTime, Float, Integer, Table, Uuid, inspect, select
+from sqlalchemy import Boolean, Column, DateTime, Float, Integer, String, Table, Uuid, inspect, select
 from sqlalchemy.engine import Connection
 
 from events.projections.model import Key, Near, Projection, Row, Subset, Unrecorded
@@ -215,6 +215,22 @@ def canonical(column: Column[Any], value: Any) -> Any:
 def canonical_key(projection: Projection, key: Key) -> Key:
     columns = [projection.table.c[name] for name in projection.key_columns]
     return tuple(canonical(c, v) for c, v in zip(columns, key, strict=True))
+
+
+def canonical_keys(projection: Projection, keys: Iterable[Key]) -> list[Key]:
+    """``canonical_key`` of each of ``keys``. A key whose values are of their columns' plain
+    types already (a text or an integer: nearly every key) is taken as it is, without the
+    dispatch per value: an incremental audit canonicalises every key of every table."""
+    columns = [projection.table.c[name] for name in projection.key_columns]
+    plain = tuple(str if isinstance(c.type, String) else int if isinstance(c.type, Integer) else None
+                  for c in columns)
+    out = []
+    for key in keys:
+        if all(kind is not None and type(v) is kind for kind, v in zip(plain, key, strict=True)):
+            out.append(tuple(key))
+        else:
+            out.append(tuple(canonical(c, v) for c, v in zip(columns, key, strict=True)))
+    return out
 
 
 def show(value: Any) -> str:

@@ -79,6 +79,11 @@ class GroupedCheck:
 
     # --- the replay's side (events.projections.replay.Sink) ------------------------------
 
+    def wants(self, done: Logged[Any]) -> bool:
+        """A check of some groups skips the events of the others before projecting them."""
+        of = self.projection.event_group
+        return self.groups is None or of is None or canonical(self.column, of(done)) in self.groups
+
     def problem(self, found: Problem) -> None:
         self.problems.append(unprojectable(found))
 
@@ -212,6 +217,9 @@ class ProblemsOnly:
 
     def __init__(self) -> None:
         self.found: list[Problem] = []
+
+    def wants(self, done: Logged[Any]) -> bool:
+        return True
 
     def add(self, done: Logged[Any], changes: Sequence[Change]) -> None:
         pass

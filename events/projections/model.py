@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol
 
 from sqlalchemy import Table
@@ -146,13 +147,16 @@ class Projection:
     working: Mapping[str, str] = field(default_factory=dict)
     seed: Callable[[], Sequence[Row]] | None = None
     group: str | None = None
+    # The group an event's rows fall in, read from the event alone (a manifest's id): a
+    # check of some groups only (one adapter's audit) then projects only their events.
+    event_group: Callable[[Logged[Any]], Any] | None = None
 
     @property
     def name(self) -> str:
         return self.table.name
 
-    @property
-    def key_columns(self) -> tuple[str, ...]:
+    @cached_property
+    def key_columns(self) -> tuple[str, ...]:  # asked for every row a replay makes: kept
         return tuple(c.name for c in self.table.primary_key.columns)
 
     def key_of(self, row: Mapping[str, Any]) -> Key:

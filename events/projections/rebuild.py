@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
+from events.projections.catchup import CaughtUp, catch_up
 from events.projections.compare import (
     Scope,
     TableCheck,
@@ -29,12 +30,14 @@ from events.projections.compare import (
     missing_table,
     scan_live,
     table_exists,
+    unprojectable,
 )
 from events.projections.digest import Background, digestible
 from events.projections.grouped import GroupedCheck, LiveDigests, ProblemsOnly
 from events.projections.model import Change, Projection, ProjectionError, ProjectionSet
 from events.projections.repair import Rebuilt, rebuild_in
 from events.projections.replay import MemoryState, Replayed, Sink, replay, replay_types
+from events.projections.window import Covered, Window, judge_held, project_grouped
 from events.server_events import Logged, logged
 from events.store import EventStore
 from kernel.db import is_postgres
@@ -51,6 +54,11 @@ class RebuildReport:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
+
+
+@dataclass(frozen=True)
+class WindowReport(RebuildReport):
+    covered: dict[str, Covered]  # by table: what the window's check compared
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,76 @@ class Rebuilder:
                 on_table(found)
         return RebuildReport(checks, [])
 
+    def check_window(self, window: Window, tables: Iterable[str] | None = None,
+                     on_table: Callable[[TableCheck], None] | None = None) -> WindowReport:
+        """The rows the events after ``window.after`` wrote, and a seeded sample of the
+        older ones, compared in one snapshot (``events.projections.window``)."""
+        chosen = self._chosen(tables)
+        covered: dict[str, Covered] = {}
+        with self._snapshot() as conn:
+            present = {p.name: table_exists(conn, p.table) for p in chosen}
+            held = [p for p in chosen if p.group is None]
+            # Their events are small: pages of 2,000 (the grouped tables' are not)
+            replayed = self._replay(conn, [p.name for p in held], {}, page=2000) if held else Replayed()
+            checks = []
+            for p in held:
+                found, covered[p.name] = judge_held(p, replayed, conn if present[p.name] else None, window)
+                if not present[p.name]:
+                    found.differences.append(missing_table(p.name))
+                checks.append(found)
+            grouped = [p for p in chosen if p.group is not None]
+            if grouped:
+                checks += self._grouped_window(conn, grouped, present, window, covered)
+        for found in checks:
+            if on_table is not None:
+                on_table(found)
+        return WindowReport(checks, [], covered)
+
+    def _grouped_window(self, conn: Connection, grouped: list[Projection], present: dict[str, bool],
+                        window: Window, covered: dict[str, Covered]) -> list[TableCheck]:
+        """The grouped tables' groups made by the window's events: those after its position
+        and a sample of the older ones (one draw for the tables the same events make)."""
+        types = replay_types(self.projections, [p.name for p in grouped])
+        new = list(self.store.scan_types(types, conn=conn, after=window.after))
+        found = self.store.closers(types, 0, window.after, max(window.after, 1), conn=conn)
+        older = [c.position for c in found]
+        sampled = window.pick("+".join(p.name for p in grouped), older, window.groups)
+        events = sorted([*self.store.at_positions(sampled, conn).values(), *new], key=lambda e: e.position)
+        projected = project_grouped(grouped, events, self.sources(conn))
+        live = [p for p in grouped if present[p.name]]
+        scope = {p.name: Where(str(p.group), frozenset(projected.groups[p.name])) for p in live}
+        digests = self._digests(conn, live, scope)
+        sinks = {p.name: GroupedCheck(conn, p, scope[p.name], digests.get(p.name)) for p in live}
+        for projection, done, changes in projected.made:
+            if projection.name in sinks:
+                sinks[projection.name].add(done, changes)
+        checks = []
+        for p in grouped:
+            problems = [x for x in projected.problems if x.table == p.name]
+            covered[p.name] = Covered(len(new), len(sampled), len(older), [f"event {x}" for x in sampled],
+                                      list(sampled))
+            if p.name not in sinks:
+                checks.append(TableCheck(p.name, differences=[*map(unprojectable, problems),
+                                                              missing_table(p.name)]))
+                continue
+            for problem in problems:
+                sinks[p.name].problem(problem)
+            checks.append(sinks[p.name].finish(partial(self._reproject, conn, p)))
+        return checks
+
+    def catch_up(self, table: str, page: int = 500,
+                 on_page: Callable[[CaughtUp], None] | None = None) -> CaughtUp:
+        """One projection brought to the log's head from its stored position, a page of its
+        own events per transaction (``events.projections.catchup``).
+
+        Raises:
+            UnknownTable: ``table`` is not a projection.
+            CatchUpError: an event of its types cannot be projected.
+        """
+        [projection] = self._chosen([table])
+        return catch_up(self.engine, self.store, projection, self.projections.table,
+                        replay_types(self.projections, [table]), self.sources, self.locks, page, on_page)
+
     def rebuild(self, tables: Iterable[str] | None = None) -> RebuildReport:
         """The chosen tables made what the log says (missing ones created), atomically."""
         chosen = self._chosen(tables)
@@ -121,8 +199,9 @@ class Rebuilder:
                 checks.append(check_table(p, replayed, live, scope.get(p.name)))
         return _Checked(checks, replayed, present)
 
-    def _replay(self, conn: Connection, tables: list[str], sinks: Mapping[str, Sink]) -> Replayed:
-        events = self.store.scan_types(replay_types(self.projections, tables), conn=conn)
+    def _replay(self, conn: Connection, tables: list[str], sinks: Mapping[str, Sink],
+                page: int = 200) -> Replayed:
+        events = self.store.scan_types(replay_types(self.projections, tables), conn=conn, page=page)
         return replay(self.projections, events, self.sources(conn), tables, sinks)
 
     def _digests(self, conn: Connection, grouped: list[Projection],

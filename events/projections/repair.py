@@ -157,6 +157,9 @@ class _GroupSink:
     def __init__(self, writer: _Writer) -> None:
         self.writer = writer
 
+    def wants(self, done: Logged[Any]) -> bool:
+        return True
+
     def add(self, done: Logged[Any], changes: Sequence[Change]) -> None:
         projection = self.writer.projection
         self.writer.write((projection.key_of(row), row) for change in changes

@@ -109,6 +109,10 @@ class Sink(Protocol):
     """Where a replay hands the changes of a table it does not hold (a grouped projection's:
     ``events.projections.grouped``), and the problems of its events."""
 
+    def wants(self, done: Logged[Any]) -> bool:
+        """Whether ``done``'s changes are wanted at all (else it is not even projected)."""
+        ...
+
     def add(self, done: Logged[Any], changes: Sequence[Change]) -> None: ...
 
     def problem(self, found: Problem) -> None: ...
@@ -149,7 +153,8 @@ def replay(projections: ProjectionSet, events: Iterable[RecordedEvent],
             report(Problem(_first_table(chosen, recorded.type), recorded.position, str(exc)))
             continue
         for projection in chosen:
-            if type(done.event) in projection.events:
+            sink = sinks.get(projection.name)
+            if type(done.event) in projection.events and (sink is None or sink.wants(done)):
                 try:
                     changes = projection.project(done, state)
                 except ProjectionError as exc:

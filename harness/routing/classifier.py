@@ -1,9 +1,7 @@
-"""The learned router's model: the base model's representation of a turn, and a
-multinomial logistic regression over it.
-
-The representation is the base model's last hidden state averaged over the turn's
-tokens (its last ``MAX_TOKENS``: the user's message is at the end), the frozen base the
-adapters share, so the router needs no weights of its own beyond one linear layer. The
+"""The learned router's model: a multinomial logistic regression over the base model's
+representation of a turn (``inference.embedded.represent``: its last hidden state
+averaged over the turn's last ``MAX_TOKENS`` tokens, from the frozen base the adapters
+share, so the router needs no weights of its own beyond one linear layer). The
 classifier standardises each feature with the training examples' mean and deviation,
 weighs each class by the inverse of its share (a specialist with few examples is not
 drowned), and is fitted full-batch with weight decay, seeded. Saved as an artifact of
@@ -21,27 +19,10 @@ from typing import Any
 
 import torch
 
-MAX_TOKENS = 256
-BATCH = 16
+from inference.embedded.represent import MAX_TOKENS
+
 FORMAT = 1
 WEIGHTS, CONFIG = "router.safetensors", "router.json"
-
-
-@torch.inference_mode()
-def represent(model: Any, tokenizer: Any, texts: Sequence[str], device: torch.device) -> torch.Tensor:
-    """One row per text: the mean of the last hidden state over its tokens (float32)."""
-    rows = []
-    for start in range(0, len(texts), BATCH):
-        ids = [list(tokenizer(t, add_special_tokens=False)["input_ids"])[-MAX_TOKENS:] or
-               [tokenizer.eos_token_id] for t in texts[start:start + BATCH]]
-        width = max(map(len, ids))
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        batch = torch.tensor([row + [pad] * (width - len(row)) for row in ids], device=device)
-        mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in ids], device=device)
-        hidden = model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
-        weights = mask.unsqueeze(-1).to(hidden.dtype)
-        rows.append(((hidden * weights).sum(1) / weights.sum(1)).float().cpu())
-    return torch.cat(rows) if rows else torch.empty(0)
 
 
 @dataclass

@@ -17,7 +17,6 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from contract.sections import Harness
 from contract.serving import ContractServing
@@ -29,9 +28,11 @@ from harness.router import route
 from harness.routing.events import RouterRegistered, RouterVersion, RouterVersions
 from harness.routing.examples import Candidate, RoutingExample, candidates, labelled
 from harness.routing.gate import RouterGate, judge
+from harness.routing.reader import LoadedRouter, RouterBase
+from inference.engine import Engine
+from inference.resolve import Resolver
 from kernel.errors import Invalid, NotFound
 from trainer.registry.artifacts import ArtifactStore
-from trainer.registry.registry import Registry
 
 ROUTED_TYPES = ("turn.user", "route.decided")
 
@@ -58,10 +59,11 @@ class Trained:
 
 class RouterTrainer:
     def __init__(self, store: EventStore, rewards: RewardStore, serving: ContractServing,
-                 contracts: ContractVersions, registry: Registry, artifacts: ArtifactStore,
-                 routers: RouterVersions, device: str | None = None) -> None:
+                 contracts: ContractVersions, resolver: Resolver, engine: Engine,
+                 artifacts: ArtifactStore, routers: RouterVersions, device: str | None = None) -> None:
         self.store, self.rewards, self.serving, self.contracts = store, rewards, serving, contracts
-        self.registry, self.artifacts, self.routers, self.device = registry, artifacts, routers, device
+        self.resolver, self.engine, self.artifacts = resolver, engine, artifacts
+        self.routers, self.device = routers, device
 
     def train(self, contract: str, actor: str, options: RouterOptions = RouterOptions()) -> Trained:
         version, harness = self._serving(contract)
@@ -77,7 +79,7 @@ class RouterTrainer:
                                  "a router needs two or more")
         from harness.routing.classifier import fit
 
-        model = RouterModel.load(self.registry, harness.base_model, self.device)
+        model = self.reader(harness.base_model)
         classifier = fit(model.represent([e.text for e in train]), [e.label for e in train],
                          options.steps, seed=options.seed)
         fitted = LoadedRouter(model, classifier)
@@ -94,6 +96,10 @@ class RouterTrainer:
             settings=asdict(options), gate=gate.to_json())
         registered = self.routers.register(event, actor, gate.promote, f"gate: {gate.reason}")
         return Trained(registered, gate, gate.promote)
+
+    def reader(self, base_model: str) -> RouterBase:
+        """The registered base a router of this contract reads turns with."""
+        return RouterBase(self.resolver.base(base_model), self.engine, self.device)
 
     def _serving(self, contract: str) -> tuple[int, Harness]:
         moves = self.serving.current(contract)
@@ -122,7 +128,7 @@ class RouterTrainer:
         texts, truth = [e.text for e in held], [e.label for e in held]
         serving = self.routers.production(contract)
         if serving is not None:
-            incumbent = LoadedRouter.open(serving, self.registry, self.artifacts, self.device)
+            incumbent = LoadedRouter.open(serving, self.artifacts, self.reader)
             theirs, name = incumbent.decide(harness, texts), serving.ref
         else:
             theirs, name = [route(harness, t).specialist for t in texts], "keywords"
@@ -149,67 +155,3 @@ def _digest(train: list[RoutingExample], held: list[RoutingExample]) -> str:
     document = {"train": [[e.event_id, e.label] for e in train],
                 "held_out": [[e.event_id, e.label] for e in held]}
     return hashlib.sha256(json.dumps(document, separators=(",", ":")).encode()).hexdigest()
-
-
-class RouterModel:
-    """The base model a router reads turns with (frozen, its weights hash-checked)."""
-
-    def __init__(self, name: str, weights_sha256: str, model: Any, tokenizer: Any, device: Any) -> None:
-        self.name, self.weights_sha256 = name, weights_sha256
-        self.model, self.tokenizer, self.device = model, tokenizer, device
-
-    @classmethod
-    def load(cls, registry: Registry, name: str, device: str | None) -> RouterModel:
-        from trainer.ml.digest import weights_sha256
-        from trainer.ml.load import load_base_model, load_tokenizer, resolve_device
-
-        try:
-            entry = registry.base_model(name)
-        except NotFound:
-            raise NotFound(f"base model '{name}' is not registered (hcp base-models)") from None
-        if weights_sha256(entry.path) != entry.weights_sha256:
-            raise Invalid(f"base model '{name}' at {entry.path} has other weights than the "
-                          "registered ones")
-        where = resolve_device(device)
-        return cls(name, entry.weights_sha256, load_base_model(entry.path, where).eval(),
-                   load_tokenizer(entry.path), where)
-
-    def represent(self, texts: Sequence[str]) -> Any:
-        from harness.routing.classifier import represent
-
-        return represent(self.model, self.tokenizer, texts, self.device)
-
-
-class LoadedRouter:
-    """A router version ready to route: its base model and its classifier."""
-
-    def __init__(self, model: RouterModel, classifier: Any) -> None:
-        self.model, self.classifier = model, classifier
-
-    @classmethod
-    def open(cls, version: RouterVersion, registry: Registry, artifacts: ArtifactStore,
-             device: str | None, model: RouterModel | None = None) -> LoadedRouter:
-        """Its artifact re-hashed on open; the base checked against what it was trained on."""
-        from harness.routing.classifier import load
-
-        classifier, config = load(artifacts.open_dir(version.registered.artifact_sha256))
-        model = model or RouterModel.load(registry, str(config["base_model"]), device)
-        if model.weights_sha256 != config["base_weights_sha256"]:
-            raise Invalid(f"router {version.ref} was trained on other weights of "
-                          f"'{config['base_model']}' than the registered ones")
-        return cls(model, classifier)
-
-    def scores(self, texts: Sequence[str]) -> list[dict[str, float]]:
-        return list(self.classifier.predict(self.model.represent(list(texts)))) if texts else []
-
-    def decide(self, harness: Harness, texts: Sequence[str]) -> list[str]:
-        """The specialist per text, with the contract's min_confidence fallback."""
-        return [best_of(s, harness)[0] for s in self.scores(texts)]
-
-
-def best_of(scores: dict[str, float], harness: Harness) -> tuple[str, bool]:
-    """The most probable specialist, or the default (fallback) below min_confidence."""
-    best = max(sorted(scores), key=lambda name: scores[name])
-    if scores[best] < harness.router.min_confidence:
-        return harness.router.default_specialist, True
-    return best, False

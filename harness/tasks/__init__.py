@@ -58,6 +58,9 @@ def make_task(specialist: str, family: str, prompt: str, check: dict[str, Any],
 
 Generator = Callable[[random.Random], Task]
 DRAWS_PER_TASK = 200  # how many candidates ``draw`` may try per task wanted
+# ``at_most``: this many candidates in a row that bring nothing new end the draw (a family
+# of a few dozen distinct prompts would otherwise be tried 200 times per task wanted)
+EXHAUSTED_AFTER = 5000
 
 
 def draw(generator: Generator, n: int, seed: int,
@@ -71,10 +74,15 @@ def draw(generator: Generator, n: int, seed: int,
     rng = random.Random(seed)  # noqa: S311 (reproducible tasks, not secrets)
     seen: set[str] = set()
     out: list[Task] = []
+    misses = 0
     for _ in range(DRAWS_PER_TASK * n + 1000):
         task = generator(rng)
         if task.id in seen or not keep(task):
+            misses += 1
+            if at_most and misses > EXHAUSTED_AFTER:
+                break  # the generator has no more distinct tasks to give, in all likelihood
             continue
+        misses = 0
         seen.add(task.id)
         out.append(task)
         if len(out) == n:

@@ -1,6 +1,6 @@
 """Which task family serves which specialist, how long its answers may be, where they end,
-and the task sets drawn from them (train, instance-held-out, unseen-template, evaluation,
-general)."""
+and the task sets drawn from them (train, instance-held-out, unseen-template, retention,
+evaluation, general)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from harness.tasks.chat import chat_task, chat_unseen_task
 from harness.tasks.coding import coding_task, coding_unseen_task
 from harness.tasks.general import general_task
 from harness.tasks.genui import genui_task, genui_unseen_task
+from harness.tasks.retention_coding import coding_retention_tasks
+from harness.tasks.retention_genui import genui_retention_tasks
 
 
 @dataclass(frozen=True)
@@ -21,11 +23,15 @@ class Family:
     max_new_tokens: int  # answers longer than this are cut (and almost always wrong)
     stop: str | None  # "fence": after a closed ``` block; "json": after the first {...}
     unseen: Generator | None = None  # the templates held out whole (never trained on)
+    # what users ask the specialist beyond every template (never trained on): (n, seed) -> tasks
+    retention: Callable[[int, int], list[Task]] | None = None
 
 
 FAMILIES = {
-    "coding": Family(coding_task, 160, "fence", coding_unseen_task),
-    "genui": Family(genui_task, 96, "json", genui_unseen_task),
+    "coding": Family(coding_task, 160, "fence", coding_unseen_task,
+                     coding_retention_tasks),
+    "genui": Family(genui_task, 96, "json", genui_unseen_task,
+                    genui_retention_tasks),
     "agent": Family(agent_task, 64, "json", agent_unseen_task),
     "chat": Family(chat_task, 80, None, chat_unseen_task),
     # no specialist's: the general set every gate answers (harness.tasks.general)
@@ -33,6 +39,7 @@ FAMILIES = {
 }
 TRAIN_SEED, HELD_OUT_SEED = 1, 2  # the seeds the demo draws with
 UNSEEN_SEED, EVAL_SEED = 3, 4  # the unseen-template probe set; the demo's evaluation set
+RETENTION_SEED = 5  # the retention probe set
 
 # The subject's split of a user message: "train" or "held_out" (see contract.split).
 Splitter = Callable[[str], str]
@@ -67,3 +74,9 @@ def unseen_template_tasks(specialist: str, n: int, seed: int = UNSEEN_SEED) -> l
     """Up to ``n`` tasks of the templates held out whole (none when the family has none)."""
     unseen = family(specialist).unseen
     return draw(unseen, n, seed, at_most=True) if unseen is not None else []
+
+
+def retention_tasks(specialist: str, n: int, seed: int = RETENTION_SEED) -> list[Task]:
+    """Up to ``n`` tasks of the specialist's retention set (none when it has none)."""
+    retention = family(specialist).retention
+    return retention(n, seed) if retention is not None else []

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from harness.tasks import Generator, Task
 
 SEEN, UNSEEN = "seen", "unseen"
+DRAWS_PER_TEMPLATE = 50  # rounds ``balanced`` may take before settling for fewer tasks
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,23 @@ def groups(templates: Sequence[Template]) -> dict[str, list[str]]:
     for t in templates:
         found.setdefault(t.group, []).append(t.name)
     return found
+
+
+def balanced(templates: Sequence[Template], n: int, seed: int) -> list[Task]:
+    """``n`` distinct tasks, the templates taken in rounds (each round in a seeded order),
+    so that every template counts alike in the set; fewer when the templates run out of
+    distinct tasks."""
+    rng = random.Random(seed)  # noqa: S311 (reproducible tasks, not secrets)
+    seen: set[str] = set()
+    out: list[Task] = []
+    for _ in range(max(DRAWS_PER_TEMPLATE, 4 * n // max(1, len(templates)) + 1)):
+        for template in rng.sample(list(templates), len(templates)):
+            task = template.make(rng)
+            if task.id not in seen:
+                seen.add(task.id)
+                out.append(Task(task.id, task.specialist, task.family, task.prompt, task.check,
+                                task.system, task.shots,
+                                {**task.meta, "template": template.name, "group": template.group}))
+            if len(out) == n:
+                return out
+    return out

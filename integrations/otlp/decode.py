@@ -8,8 +8,6 @@ canonical JSON in one way that matters: trace and span ids are hex, not base64
 from __future__ import annotations
 
 import base64
-import json
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +16,30 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-MAX_INFLATED = 64 * 1024 * 1024  # a gzip bomb stops here
+from integrations.otlp.limits import (
+    OtlpLimits,
+    OtlpMalformed,
+    check_json_text,
+    check_json_value,
+    check_protobuf,
+    inflate,
+)
+from kernel.errors import Invalid
+from kernel.json_input import JsonRejected, parse_strict
+
+__all__ = ["OtlpLimits", "OtlpMalformed", "Span", "SpanEvent", "decode"]
+
+STATUSES = {0: "unset", 1: "ok", 2: "error"}  # Status.StatusCode
 
 
-class OtlpMalformed(ValueError):
-    """The body is not an OTLP trace request (HTTP 400)."""
+class OtlpJsonInvalid(Invalid):
+    """OTLP/JSON that parses but that no route takes (a repeated key): HTTP 422."""
+
+    code = "invalid_json_value"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -39,27 +56,36 @@ class Span:
     name: str
     start_ns: int
     end_ns: int
-    error: bool  # status ERROR
+    status: str  # the span's status code: unset | ok | error
     attributes: dict[str, Any]
     resource: dict[str, Any]
     events: tuple[SpanEvent, ...] = field(default=())
 
+    @property
+    def error(self) -> bool:
+        return self.status == "error"
 
-def decode(body: bytes, content_type: str, content_encoding: str) -> list[Span]:
-    """Every span of the request, in the order sent."""
-    raw = _inflate(body, content_encoding.strip().lower())
+
+def decode(body: bytes, content_type: str, content_encoding: str,
+           limits: OtlpLimits | None = None) -> list[Span]:
+    """Every span of the request, in the order sent; nothing is built from a body past
+    ``limits`` (``integrations.otlp.limits``)."""
+    limits = limits or OtlpLimits()
+    raw = inflate(body, content_encoding.strip().lower(), limits)
     request = ExportTraceServiceRequest()
     kind = content_type.split(";")[0].strip().lower()
     try:
         if kind == "application/json":
-            json_format.ParseDict(_hex_ids_to_base64(json.loads(raw)), request, ignore_unknown_fields=True)
+            json_format.ParseDict(_hex_ids_to_base64(_request_object(_json(raw, limits))), request,
+                                  ignore_unknown_fields=True)
         elif kind in ("application/x-protobuf", "application/protobuf"):
+            check_protobuf(raw, limits)
             request.ParseFromString(raw)
         else:
             raise OtlpMalformed(f"content-type {kind or '(none)'}: send application/x-protobuf or "
                                 "application/json")
     except (DecodeError, json_format.ParseError, ValueError, TypeError) as exc:
-        if isinstance(exc, OtlpMalformed):
+        if isinstance(exc, OtlpMalformed | OtlpJsonInvalid):
             raise
         raise OtlpMalformed(f"not an OTLP ExportTraceServiceRequest: {exc}") from None
     return [_span(span, resource) for rs in request.resource_spans
@@ -67,24 +93,33 @@ def decode(body: bytes, content_type: str, content_encoding: str) -> list[Span]:
             for ss in rs.scope_spans for span in ss.spans]
 
 
-def _inflate(body: bytes, encoding: str) -> bytes:
-    if encoding in ("", "identity"):
-        return body
-    if encoding != "gzip":
-        raise OtlpMalformed(f"content-encoding {encoding}: only gzip is accepted")
+def _request_object(parsed: Any) -> Any:
+    """Unknown fields are ignored inside a request (OTLP's rule, for newer senders), but a
+    body without the request's one field (``{"hello": 1}``) is no OTLP request at all."""
+    if not isinstance(parsed, dict) or not ({"resourceSpans", "resource_spans"} & parsed.keys()):
+        raise OtlpMalformed("not an OTLP ExportTraceServiceRequest: a JSON object with "
+                            "resourceSpans expected")
+    return parsed
+
+
+def _json(raw: bytes, limits: OtlpLimits) -> Any:
+    """The strict parse every JSON route uses (a repeated key is a 422 naming it), after
+    the body's objects and arrays are counted, and before anything walks it."""
+    check_json_text(raw, limits)
     try:
-        inflater = zlib.decompressobj(wbits=31)
-        raw = inflater.decompress(body, MAX_INFLATED)
-    except zlib.error:
-        raise OtlpMalformed("the body is not gzip") from None
-    if inflater.unconsumed_tail:
-        raise OtlpMalformed(f"the body inflates past {MAX_INFLATED} bytes")
-    return raw
+        document = parse_strict(raw)
+    except JsonRejected as exc:
+        if exc.whole_body:
+            raise OtlpMalformed(exc.message) from None
+        raise OtlpJsonInvalid(exc.field, exc.message) from None
+    check_json_value(document, limits)
+    return document
 
 
 def _span(span: Any, resource: dict[str, Any]) -> Span:
     return Span(span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex(), span.name,
-                span.start_time_unix_nano, span.end_time_unix_nano, span.status.code == 2,
+                span.start_time_unix_nano, span.end_time_unix_nano,
+                STATUSES.get(span.status.code, "unset"),
                 _attributes(span.attributes), resource,
                 tuple(SpanEvent(e.name, _attributes(e.attributes)) for e in span.events))
 

@@ -2,11 +2,15 @@
 ``gen_ai.evaluation.result`` (the GenAI semantic conventions' event for a score), exported to
 ``HCP_OTLP_EVALUATIONS_ENDPOINT`` by a follower of the reward chain with its own checkpoint.
 
-Each record carries ``gen_ai.evaluation.name`` (the contract version, ``name@version``),
+Each record carries ``gen_ai.evaluation.name`` (the contract version, ``name@version``, also
+as ``hcp.contract.name``, ``hcp.contract.version`` and ``hcp.contract.hash``),
 ``gen_ai.evaluation.score.value``, ``gen_ai.evaluation.score.label`` (``eligible``,
 ``ineligible`` or ``error``) and ``gen_ai.evaluation.explanation`` (each criterion's score, or
 the errors), and, when the subject came in over OTLP, the evaluated span's trace and span
-ids and its ``gen_ai.response.id``: a tracing backend shows the score on the span. A page
+ids and its ``gen_ai.response.id`` (for a chat gateway session, the completion id its
+client was given); a judged reward names its judges (``hcp.judge.*``: the judge model's
+digest, the prompt's hash, the seed, the raw verdict). A tracing backend shows the score
+on the span. A page
 is exported, then the checkpoint moves (at least once; a failed export is retried).
 """
 
@@ -43,6 +47,20 @@ def explanation_of(reward: RewardRecord) -> str:
     return ", ".join(f"{k}={v:.3f}" for k, v in sorted(reward.components.items()))
 
 
+def judge_attributes(reward: RewardRecord) -> dict[str, Any]:
+    """Who judged (semantic-conventions-genai#79 has no evaluator identity): per judge of the
+    contract, ``hcp.judge.<id>.model`` (the judge model's digest), ``.prompt_hash``,
+    ``.seed`` and ``.verdict`` (the raw answer); ``hcp.judge.ids`` lists them."""
+    found: dict[str, Any] = {}
+    for j in reward.judgements:
+        prefix = f"hcp.judge.{j.get('judge')}"
+        found |= {f"{prefix}.model": str(j.get("model")), f"{prefix}.prompt_hash": str(j.get("prompt_hash")),
+                  f"{prefix}.seed": int(j.get("seed") or 0), f"{prefix}.verdict": str(j.get("verdict"))}
+    if reward.judgements:
+        found["hcp.judge.ids"] = ",".join(str(j.get("judge")) for j in reward.judgements)
+    return found
+
+
 def _value(value: Any) -> AnyValue:
     if isinstance(value, bool):
         return AnyValue(bool_value=value)
@@ -61,7 +79,9 @@ def log_record(reward: RewardRecord, span: Mapping[str, Any] | None) -> LogRecor
         "gen_ai.evaluation.name": f"{reward.contract_name}@{reward.contract_version}",
         "gen_ai.evaluation.score.label": label_of(reward),
         "gen_ai.evaluation.explanation": explanation_of(reward), "hcp.reward.id": str(reward.reward_id),
-        "hcp.subject.id": reward.subject_id, "hcp.contract.hash": reward.contract_hash}
+        "hcp.subject.id": reward.subject_id, "hcp.contract.name": reward.contract_name,
+        "hcp.contract.version": reward.contract_version, "hcp.contract.hash": reward.contract_hash,
+        **judge_attributes(reward)}
     if reward.score is not None:
         attributes["gen_ai.evaluation.score.value"] = float(reward.score)
     if span and span.get("response_id"):
@@ -122,16 +142,26 @@ class EvaluationExporter:
         self.http.close()
 
     def _spans(self, rewards: list[RewardRecord]) -> dict[str, Mapping[str, Any]]:
-        """Per reward, the OTLP ids of the last answer it judged, if any came over OTLP."""
-        wanted = {e for r in rewards if r.stream_id.startswith("otel:") for e in r.event_ids}
+        """Per reward, the ids of the last answer it judged: its OTLP ids if it came over
+        OTLP; for the chat gateway's sessions, the completion id the client was given
+        (``chatcmpl-`` and the hex of the answer's ``turn.assistant`` id)."""
+        wanted = {e for r in rewards if r.stream_id.startswith(("otel:", GATEWAY)) for e in r.event_ids}
         events = self.store.get_many(wanted) if wanted else {}
         out: dict[str, Mapping[str, Any]] = {}
         for r in rewards:
             for event_id in reversed(r.event_ids):
                 event = events.get(str(event_id))
-                if event is not None and event.type == "turn.assistant" and "otel_span_id" in event.payload:
+                if event is None or event.type != "turn.assistant":
+                    continue
+                if "otel_span_id" in event.payload:
                     out[str(r.reward_id)] = event.payload
                     break
+                if r.stream_id.startswith(GATEWAY):
+                    out[str(r.reward_id)] = {"response_id": f"chatcmpl-{event.event_id.hex}"}
+                    break
         return out
+
+
+GATEWAY = "session-"  # the chat gateway's session streams (serving/sessions.py)
 
 

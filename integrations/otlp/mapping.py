@@ -5,8 +5,8 @@ calls and answers. Pure.
   or ``session.id`` of the span or of another span of its trace (``Conversations``), else the
   trace id; a tenant's under ``otel:<tenant>:…``). Its
   first GenAI span opens it with ``session.started``; its root span, if a GenAI one (a lone
-  chat call, or ``invoke_agent``), ends it with ``episode.completed`` (failure when the
-  span's status is ERROR).
+  chat call, or ``invoke_agent``), ends it with ``episode.completed`` (its outcome from the
+  span's status: OK success, ERROR failure, unset none: ``root_end``).
 * An inference span (``gen_ai.operation.name`` chat, text_completion, generate_content):
   the tool responses the model was sent since its last answer (``tool.result``), the
   user's last message (``turn.user``), the route when ``hcp.route.specialist`` and
@@ -29,6 +29,7 @@ from typing import Any
 
 from events.ingest import ClientEvent
 from integrations.otlp.decode import Span
+from integrations.otlp.linking import TraceState, marker_id
 from integrations.otlp.messages import Message, input_messages, output_messages
 
 NAMESPACE = uuid.UUID("6f1c4d1e-3b0a-4c53-9a7e-0a5b0f3e2d11")  # fixed: ids must not change
@@ -44,6 +45,7 @@ UNKNOWN_OPERATION = "a gen_ai.operation.name this server does not map"
 class Mapped:
     events: list[ClientEvent] = field(default_factory=list)
     mapped_spans: int = 0
+    late_spans: int = 0  # of traces whose episode had ended: recorded after the end
     skipped: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -51,7 +53,11 @@ class Mapped:
         return sum(self.skipped.values())
 
     def summary(self) -> str:
-        return "; ".join(f"{n} skipped: {why}" for why, n in self.skipped.most_common())
+        said = [f"{n} skipped: {why}" for why, n in self.skipped.most_common()]
+        if self.late_spans:
+            said.append(f"{self.late_spans} recorded after their trace's episode ended (a span "
+                        "of a trace whose root span had already come)")
+        return "; ".join(said)
 
 
 class Conversations:
@@ -81,51 +87,117 @@ def _named_conversation(span: Span) -> str:
                or span.resource.get("session.id") or "")
 
 
-def map_spans(spans: list[Span], tenant: str | None, conversations: Conversations | None = None) -> Mapped:
-    out, opened = Mapped(), set()
-    conversations = conversations or Conversations()
+LATE = "a span of a trace whose episode had ended (recorded after it)"
+
+
+def map_spans(spans: list[Span], tenant: str | None, conversations: Conversations | None = None,
+              states: dict[str, TraceState] | None = None) -> Mapped:
+    """The events of ``spans``, each trace's in the order its spans ended (so a root's end
+    comes after its children's), on the stream ``states`` says
+    the trace already has (integrations/otlp/linking.py), else on a new one opened by the
+    trace's ``session.started``."""
+    out, conversations = Mapped(), conversations or Conversations()
     conversations.learn(spans, tenant)
+    states = states if states is not None else {}
+    made_of: dict[str, list[_SpanEvents]] = {}
+    executed = {str(s.attributes.get("gen_ai.tool.call.id")) for s in spans
+                if s.attributes.get("gen_ai.operation.name") == "execute_tool"}
     for span in sorted(spans, key=lambda s: (s.start_ns, s.end_ns)):
-        operation = str(span.attributes.get("gen_ai.operation.name") or "")
-        if not operation:
-            out.skipped[NOT_GENAI] += 1
+        state = states.setdefault(span.trace_id, TraceState())
+        if state.stream is None:  # the first mapped span of a new trace names its stream
+            state.stream = _stream_of(tenant, conversations.of(span, tenant))
+        made = _map_span(span, tenant, state, executed, out)
+        if made is None:
             continue
-        made = _SpanEvents(span, tenant, conversations.of(span, tenant))
-        if operation in INFERENCE:
-            if not made.inference():
-                out.skipped[NO_CONTENT] += 1
-                continue
-        elif operation == "execute_tool":
-            made.tool_result()
-        elif operation not in AGENT:
-            out.skipped[UNKNOWN_OPERATION] += 1
-            continue
-        if not span.parent_span_id:
-            made.add("episode.completed", {"outcome": "failure" if span.error else "success"},
-                     span.end_ns)
-        if span.trace_id not in opened and made.events:
-            opened.add(span.trace_id)
-            out.events.append(made.session_started())
-        out.events += made.events
         out.mapped_spans += 1
+        out.late_spans += state.ended
+        made_of.setdefault(span.trace_id, []).append(made)
+    for trace_id, of_trace in made_of.items():
+        out.events += _trace_events(trace_id, of_trace, states[trace_id], tenant)
     return out
 
 
+def _map_span(span: Span, tenant: str | None, state: TraceState, executed: set[str],
+              out: Mapped) -> _SpanEvents | None:
+    operation = str(span.attributes.get("gen_ai.operation.name") or "")
+    if not operation:
+        out.skipped[NOT_GENAI] += 1
+        return None
+    made = _SpanEvents(span, tenant, str(state.stream), state, executed)
+    if operation in INFERENCE:
+        if not made.inference():
+            out.skipped[NO_CONTENT] += 1
+            return None
+    elif operation == "execute_tool":
+        made.tool_result()
+    elif operation not in AGENT:
+        out.skipped[UNKNOWN_OPERATION] += 1
+        return None
+    # The root's end is the episode's, unless the trace joined a gateway session, whose
+    # episodes the gateway decides (a lone chat call there is one of its turns).
+    if not span.parent_span_id and not (state.linked and operation in INFERENCE):
+        made.add("episode.completed", root_end(span), span.end_ns)
+    return made
+
+
+def root_end(span: Span) -> dict[str, Any]:
+    """The episode's end a root span records. Only a status the application set says how
+    it went: OK is a success, ERROR a failure. Instrumentations leave it unset on most
+    spans that did not raise, which says nothing of the goal, so unset records no outcome
+    (the contract judges such an episode as one nobody ended), and ``otel_status`` says
+    which it was."""
+    payload: dict[str, Any] = {"otel_trace_id": span.trace_id, "otel_status": span.status}
+    if span.status != "unset":
+        payload["outcome"] = "failure" if span.error else "success"
+    return payload
+
+
+def _trace_events(trace_id: str, made: list[_SpanEvents], state: TraceState,
+                  tenant: str | None) -> list[ClientEvent]:
+    """A trace's events, span by span in the order the spans ended (a root ends after its
+    children, a tool before the model call that reads its result), its marker first when
+    it has none yet."""
+    ended = sorted(enumerate(made), key=lambda m: (m[1].span.end_ns, m[1].span.start_ns, m[0]))
+    events = [event for _, m in ended for _, _, event in m.timed]
+    if state.marked:
+        return events
+    state.marked = True
+    service = made[0].span.resource.get("service.name")
+    kind, event_type = ("linked", "trace.linked") if state.linked else ("session", "session.started")
+    payload: dict[str, Any] = ({"trace_id": trace_id, "service": str(service) if service else None}
+                               if state.linked else
+                               {"harness": str(service) if service else None, "otel_trace_id": trace_id})
+    marker = ClientEvent(stream_id=str(state.stream), type=event_type, payload=payload,
+                         event_id=marker_id(tenant, trace_id, kind))
+    return [marker, *events]
+
+
+def _stream_of(tenant: str | None, conversation: str) -> str:
+    return f"otel:{tenant}:{conversation}" if tenant else f"otel:{conversation}"
+
+
 class _SpanEvents:
-    def __init__(self, span: Span, tenant: str | None, conversation: str) -> None:
-        self.span, self.tenant = span, tenant
-        self.stream = f"otel:{tenant}:{conversation}" if tenant else f"otel:{conversation}"
-        self.events: list[ClientEvent] = []
+    def __init__(self, span: Span, tenant: str | None, stream: str, state: TraceState,
+                 executed: set[str]) -> None:
+        self.span, self.tenant, self.stream, self.state = span, tenant, stream, state
+        self.executed = executed  # call ids an execute_tool span of this request reports
+        self.timed: list[tuple[int, int, ClientEvent]] = []  # (when, order, event)
 
     def inference(self) -> bool:
         inputs, outputs = input_messages(self.span), output_messages(self.span)
         if not inputs and not outputs:
             return False
+        if self.state.linked:  # the gateway recorded this exchange as it served it
+            return True
         since_answer = _after_last_answer(inputs)
         for message in since_answer:
-            if message.role == "tool" and message.tool_call_id:
-                self.add("tool.result", {"call_id": message.tool_call_id, "ok": True,
-                                         "output": message.text}, self.span.start_ns)
+            answered = message.tool_call_id
+            # A tool's result is recorded once: from its execute_tool span when there is
+            # one, else from the next model call's input.
+            if (message.role == "tool" and answered and answered not in self.executed
+                    and self._first(answered)):
+                self.add("tool.result", {"call_id": answered, "ok": True, "output": message.text},
+                         self.span.start_ns)
         if since_answer and since_answer[-1].role == "user":
             self.add("turn.user", {"text": since_answer[-1].text}, self.span.start_ns)
         self._route()
@@ -138,9 +210,18 @@ class _SpanEvents:
 
     def tool_result(self) -> None:
         a = self.span.attributes
-        self.add("tool.result", {"call_id": str(a.get("gen_ai.tool.call.id") or self.span.span_id),
-                                 "ok": not self.span.error, "output": a.get("gen_ai.tool.call.result"),
-                                 "tool": a.get("gen_ai.tool.name")}, self.span.end_ns)
+        call_id = str(a.get("gen_ai.tool.call.id") or self.span.span_id)
+        if self._first(call_id):
+            self.add("tool.result", {"call_id": call_id, "ok": not self.span.error,
+                                     "output": a.get("gen_ai.tool.call.result"),
+                                     "tool": a.get("gen_ai.tool.name")}, self.span.end_ns)
+
+    def _first(self, call: str) -> bool:
+        """Whether no result of ``call`` is recorded yet (and now claim it)."""
+        if call in self.state.tool_results:
+            return False
+        self.state.tool_results.add(call)
+        return True
 
     def _route(self) -> None:
         a = self.span.attributes
@@ -158,16 +239,10 @@ class _SpanEvents:
                 "otel_span_id": self.span.span_id}
 
     def add(self, kind: str, payload: dict[str, Any], at_ns: int) -> None:
-        self.events.append(ClientEvent(
+        order = len(self.timed)
+        self.timed.append((at_ns, order, ClientEvent(
             stream_id=self.stream, type=kind, payload=payload, occurred_at=_time(at_ns),
-            event_id=self._id(f"{self.span.span_id}|{kind}|{len(self.events)}")))
-
-    def session_started(self) -> ClientEvent:
-        harness = self.span.resource.get("service.name")
-        return ClientEvent(stream_id=self.stream, type="session.started",
-                           payload={"harness": str(harness) if harness else None,
-                                    "otel_trace_id": self.span.trace_id},
-                           event_id=self._id(f"session|{self.stream}"))  # whichever span opens it
+            event_id=self._id(f"{self.span.span_id}|{kind}|{order}"))))
 
     def _id(self, what: str) -> uuid.UUID:
         return uuid.uuid5(NAMESPACE, f"{self.tenant or ''}|{self.span.trace_id}|{what}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from integrations.otlp.decode import Span, SpanEvent
+from integrations.otlp.limits import deeper_than
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ def _flat(item: dict[str, Any]) -> Message:
                    item.get("tool_call_id") or item.get("id") if item.get("role") == "tool" else None)
 
 
+MAX_NESTING = 64  # far past any message's shape; a payload may not nest deeper anyway
 ROLE_OF_EVENT = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                  "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 
@@ -131,11 +133,14 @@ def _body(event: SpanEvent) -> dict[str, Any]:
 
 
 def _json(value: Any) -> Any:
+    """Messages given as JSON text, or None. Text nested past what a payload may hold is
+    not messages either (and would exhaust the parser's and the serialiser's recursion)."""
     if isinstance(value, str) and value[:1] in "[{":
         try:
-            return json.loads(value)
-        except ValueError:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
             return None
+        return None if deeper_than(parsed, MAX_NESTING) else parsed
     return value if isinstance(value, list | dict) else None
 
 

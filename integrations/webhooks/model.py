@@ -11,6 +11,9 @@ from urllib.parse import urlsplit
 from kernel.clock import utc
 from kernel.errors import Forbidden, Invalid, NotFound
 
+# Every failed attempt's message, whatever the cause (the cause is in the server's log).
+NOT_ACKNOWLEDGED = "the receiver did not acknowledge the delivery (no 2xx answer within the deadline)"
+
 
 class SubscriptionNotFound(NotFound):
     pass
@@ -64,10 +67,18 @@ class Delivery:
     created_at: datetime
     finished_at: datetime | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, operator: bool = False) -> dict[str, Any]:
+        """As the subscriber sees it: a failure is one message whatever happened (rows
+        written before that kept the receiver's text), and only an operator sees the
+        receiver's status: what an internal receiver answers is not the tenant's to read."""
         body = {k: getattr(self, k) for k in self.__dataclass_fields__}
         body["created_at"] = utc(self.created_at).isoformat()
         body["finished_at"] = utc(self.finished_at).isoformat() if self.finished_at else None
+        body["error"] = NOT_ACKNOWLEDGED if self.status == "failed" else None
+        if self.status == "failed":
+            body["duration_ms"] = None
+        if not operator:
+            body["response_status"] = None
         return body
 
 

@@ -1,5 +1,8 @@
 """Webhook subscriptions: made, deleted, disabled and enabled by events in the log, read from
-their projection. Tenants see only their own."""
+their projection. Tenants see only their own, and have at most ``max_per_tenant`` (each is
+a lane of the deliverer). A URL is refused unless its host resolves to public addresses or
+to what the operator allows (``integrations.webhooks.targets``); the deliverer checks again
+before every attempt."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from integrations.webhooks.projections import ACTIVE, DELETED, DISABLED, WEBHOOK
 from integrations.webhooks.secrets import SecretBox
 from integrations.webhooks.signing import SecretInvalid, secret_bytes
 from integrations.webhooks.tables import webhook_subscriptions as subs
+from integrations.webhooks.targets import REFUSED, TargetPolicy, TargetRefused
 from integrations.webhooks.topics import TOPICS
 from kernel.errors import Conflict
 
@@ -34,15 +38,19 @@ DISABLER = "system:webhooks"
 
 
 class Subscriptions:
-    def __init__(self, engine: Engine, store: EventStore, box: SecretBox) -> None:
+    def __init__(self, engine: Engine, store: EventStore, box: SecretBox,
+                 targets: TargetPolicy | None = None, max_per_tenant: int = 20) -> None:
         self.engine, self.store, self.box = engine, store, box
+        self.targets, self.max_per_tenant = targets or TargetPolicy(), max_per_tenant
 
     def subscribe(self, url: str, event_types: Sequence[str], secret: str, tenant: str | None,
                   actor: str, description: str = "") -> Subscription:
         """A new subscription to ``event_types`` after the log's head now.
 
         Raises:
-            WebhookInvalid: a bad URL, an unknown or repeated type, or a bad secret (422).
+            WebhookInvalid: a bad URL, one whose host is not public (nor allowed), an unknown
+                type, or a bad secret (422).
+            Conflict: the tenant has ``max_per_tenant`` subscriptions already (409).
         """
         unknown = sorted(set(event_types) - set(TOPICS))
         if not event_types or unknown:
@@ -52,12 +60,22 @@ class Subscriptions:
             key = secret_bytes(secret)
         except SecretInvalid as exc:
             raise WebhookInvalid("secret", str(exc)) from None
+        self._check_target(check_url(url))
+        if tenant is not None and len(self.listed(tenant)) >= self.max_per_tenant:
+            raise Conflict(f"tenant {tenant} has {self.max_per_tenant} webhook subscriptions, the "
+                           "most it may have; delete one first")
         event = WebhookSubscribed(
-            subscription_id=str(uuid.uuid4()), url=check_url(url),
+            subscription_id=str(uuid.uuid4()), url=url,
             event_types=sorted(set(event_types)), tenant=tenant, description=description,
             secret_ciphertext=self.box.seal(key), from_position=self.store.head())
         self._write(event, actor, tenant)
         return self.get(event.subscription_id, tenant)
+
+    def _check_target(self, url: str) -> None:
+        try:
+            self.targets.check(url)
+        except TargetRefused:  # why (which address) stays here: see targets.REFUSED
+            raise WebhookInvalid("url", REFUSED) from None
 
     def get(self, subscription_id: str, tenant: str | None = None) -> Subscription:
         """The subscription (a tenant's key: only its own; an operator's: any).

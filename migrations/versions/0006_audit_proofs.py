@@ -64,12 +64,17 @@ def upgrade() -> None:
             op.alter_column("reward_records", column, server_default=None)
 
 
+LATER_COLUMNS = frozenset({"judgements"})
+
+
 def _chain_stored_rewards(dialect: str) -> None:
     bind = op.get_bind()
     _lift_append_only(dialect)
     prev_hash, after = GENESIS_HASH, 0
     while True:
-        rows = bind.execute(sa.select(reward_records).where(reward_records.c.position > after)
+        # The columns the table had then (later revisions add more, e.g. 0018's judgements).
+        columns = [c for c in reward_records.c if c.name not in LATER_COLUMNS]
+        rows = bind.execute(sa.select(*columns).where(reward_records.c.position > after)
                             .order_by(reward_records.c.position).limit(PAGE)).all()
         if not rows:
             break

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ from hcp.bootstrap import Container
 from hcp.settings import Settings
 from kernel.db import make_engine
 from tests.ports import free_port
-from tests.serving_world import CONTRACT, build_world
+from tests.serving_world import CONTRACT, DOCUMENT, build_world
 from tests.unit.trainer_core.fixtures import RecordingDispatcher
 
 BIN = Path(sys.executable).parent
@@ -48,9 +48,12 @@ class Served:
 
 
 @contextmanager
-def chat_server(root: Path, sqlite_template: Path) -> Iterator[Served]:
+def chat_server(root: Path, sqlite_template: Path, document: str = DOCUMENT,
+                prepare: Callable[[Container, int], dict[str, str]] | None = None) -> Iterator[Served]:
     """The world built in a copy of the migrated template, and `hcp serve` on it, serving
-    contract ``serve``; the client's key has ``chat:write`` in tenant ``acme``."""
+    contract ``serve`` (``document``); the client's key has ``chat:write`` in tenant ``acme``.
+    ``prepare``: more of the world, made before the server starts (given its port); it
+    returns more of the server's environment."""
     import openai
 
     (root / "hcp.sqlite3").write_bytes(sqlite_template.read_bytes())
@@ -59,13 +62,14 @@ def chat_server(root: Path, sqlite_template: Path) -> Iterator[Served]:
                         serving_contract=CONTRACT, kafka_bootstrap="", redis_url="")
     container = Container(settings=settings, engine=make_engine(url),
                           dispatch_to=RecordingDispatcher())
-    build_world(container, root / "models")
+    build_world(container, root / "models", document)
     key = create_key(container.engine, ["chat:write"], "chat-client", tenant=TENANT)
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HCP_")},
            "HCP_DATABASE_URL": url, "HCP_DATA_DIR": str(root / "data"),
            "HCP_MODELS_DIR": str(root / "models"), "HCP_SERVING_CONTRACT": CONTRACT,
-           "HCP_CONSOLE_SECRET": "test-secret", "OMP_NUM_THREADS": "1"}
+           "HCP_CONSOLE_SECRET": "test-secret", "OMP_NUM_THREADS": "1",
+           **(prepare(container, port) if prepare is not None else {})}
     log = (root / "serve.log").open("wb")
     proc = subprocess.Popen([str(BIN / "hcp"), "serve", "--port", str(port), "--no-access-log"],
                             env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -32,6 +32,13 @@ def served(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> I
         yield served
 
 
+def test_the_server_warmed_chat_at_start_and_says_it_is_ready(served: Served) -> None:
+    # First in the module: no chat request has been made. The server came up when
+    # /healthz first answered below 500, which it does only once chat can answer.
+    health = served.http.get("/healthz")
+    assert health.status_code == 200 and health.json()["checks"]["chat"]["status"] == "ok"
+
+
 def test_auto_routes_the_turn_and_every_event_names_what_served(served: Served) -> None:
     raw = served.client.chat.completions.with_raw_response.create(
         model="auto", messages=[{"role": "user", "content": "write a python function"}])
@@ -121,7 +128,7 @@ def test_tools_are_checked_against_the_contract_and_calls_come_back_as_tool_call
     weather = {"type": "function", "function": {
         "name": "weather", "description": "Weather in a city",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
-    with pytest.raises(openai.UnprocessableEntityError, match="not in the serving contract's"):
+    with pytest.raises(openai.BadRequestError, match="not in the serving contract's"):
         served.client.chat.completions.create(
             model="chat", messages=[{"role": "user", "content": "hi"}],
             tools=[{"type": "function", "function": {"name": "email"}}])

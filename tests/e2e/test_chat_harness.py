@@ -28,9 +28,23 @@ pytestmark = [pytest.mark.train, pytest.mark.slow]
 EXAMPLE = Path(__file__).parents[2] / "examples" / "contracts" / "harness.toml"
 
 
+def _harness_world() -> str:
+    """The chat world's contract with a cap that allows each family's budget: the harness
+    asks for its family's ``max_new_tokens``, and a request above the cap is a 400."""
+    from harness.tasks.catalog import FAMILIES
+
+    budget = max(f.max_new_tokens for f in FAMILIES.values())
+    world = DOCUMENT.replace("max_tokens = 64\n", f"max_tokens = {budget}\n")
+    assert parse_contract(world).harness.limits.max_tokens == budget
+    return world
+
+
+WORLD = _harness_world()
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Served]:
-    with chat_server(tmp_path_factory.mktemp("chat-harness"), sqlite_template) as served:
+    with chat_server(tmp_path_factory.mktemp("chat-harness"), sqlite_template, WORLD) as served:
         yield served
 
 
@@ -50,7 +64,7 @@ def test_a_stop_rule_ends_the_answer_where_it_is_complete(served: Served) -> Non
 
     c = served.container
     messages = [{"role": "user", "content": "set x in python"}]
-    harness = parse_contract(DOCUMENT).harness
+    harness = parse_contract(WORLD).harness
     rendered = chat_messages(system_text(harness, "coding", []),
                              ChatRequest.model_validate({"messages": messages}).messages)
     fenced, chatter = "```python\nx = 1\n```", "\nThat sets x to one, as asked."
@@ -73,9 +87,9 @@ def test_a_stop_rule_ends_the_answer_where_it_is_complete(served: Served) -> Non
     assert recorded.payload["text"] == fenced
     stream = ask(stream=True, extra_body={"hcp": {"stop_after": "fence"}})
     assert "".join(ch.choices[0].delta.content or "" for ch in stream if ch.choices) == fenced
-    with pytest.raises(openai.UnprocessableEntityError) as refused:
+    with pytest.raises(openai.BadRequestError) as refused:  # OpenAI's status for an invalid request
         ask(extra_body={"hcp": {"stop_after": "paragraph"}})
-    assert refused.value.body["field"] == "hcp.stop_after"
+    assert refused.value.body["param"] == "hcp.stop_after"
 
 
 def test_the_task_harness_through_the_endpoint_records_and_scores_as_the_built_in_one(
@@ -83,14 +97,14 @@ def test_the_task_harness_through_the_endpoint_records_and_scores_as_the_built_i
     from harness.endpoint import EndpointHarness
     from harness.session import session_events, task_of, task_spec
     from harness.sources import HttpSink
-    from harness.stops import after_fence
     from harness.tasks.catalog import train_tasks
+    from inference.stops import after_fence
     from serving.openai_shapes import ChatRequest
     from serving.prompting import chat_messages, system_text
     from trainer.ml.load import load_tokenizer
     from trainer.ml.prompts import prompt_ids
 
-    c, serving = served.container, parse_contract(DOCUMENT).harness
+    c, serving = served.container, parse_contract(WORLD).harness
     draft = c.contracts.create_draft("harness", EXAMPLE.read_text().replace(
         'base_model = "smollm2-135m"', 'base_model = "tiny"'), "tester")
     scoring = c.contracts.publish("harness", draft.version, "tester")  # scores; "serve" serves
@@ -188,7 +202,7 @@ def test_hcp_router_train_makes_the_router_that_routes_auto_turns(served: Served
     assert [(v["router"], v["serving"]) for v in map(json.loads, listed.stdout.splitlines())] == \
         [(f"{CONTRACT}@1", True)]
 
-    learned = DOCUMENT.replace('strategy = "keywords"', 'strategy = "learned"')
+    learned = WORLD.replace('strategy = "keywords"', 'strategy = "learned"')
     draft = c.contracts.create_draft(CONTRACT, learned, "tester")
     c.contracts.publish(CONTRACT, draft.version, "tester")
     c.serving.move(CONTRACT, None, draft.version, "tester", "route by the learned router")

@@ -242,6 +242,17 @@ def labels_overlapping(page) -> list[tuple[str, str]]:
             if p["x1"] < q["x2"] and q["x1"] < p["x2"] and p["y1"] < q["y2"] and q["y1"] < p["y2"]]
 
 
+def edge_labels_on_nodes(page) -> list[tuple[str, str]]:
+    """(edge, node) pairs whose boxes meet: an edge's label over a node or the node's label."""
+    edges = page.evaluate(f"{GRAPH}.edges().map(e => [e.id(), e.renderedBoundingBox("
+                          "{includeNodes: false, includeEdges: false, includeLabels: true, "
+                          "includeOverlays: false})])")
+    nodes = page.evaluate(f"{GRAPH}.nodes().map(n => [n.id(), n.renderedBoundingBox("
+                          "{includeLabels: true, includeOverlays: false})])")
+    return [(a, b) for a, p in edges if p["w"] > 0 for b, q in nodes
+            if p["x1"] < q["x2"] and q["x1"] < p["x2"] and p["y1"] < q["y2"] and q["y1"] < p["y2"]]
+
+
 def keyboard_at(page) -> str:
     return str(page.evaluate("window.hcpConsole.keyboard['lineage-graph']"))
 
@@ -253,6 +264,7 @@ def test_the_lineage_graph_reads_at_1360_px_and_works_by_keyboard(site):
         page.wait_for_function(f"() => window.hcpConsole && {GRAPH}")
         assert page.evaluate(f"{GRAPH}.zoom()") * 13 >= 11  # labels 11 px or more on screen
         assert labels_overlapping(page) == []
+        assert edge_labels_on_nodes(page) == []  # no edge label clipped by a node
 
         browser.tab_to("#lineage-graph")
         graph = page.locator("#lineage-graph")
@@ -288,7 +300,10 @@ def test_a_long_chain_stays_readable_and_every_node_is_reached_by_keyboard(site)
         page = browser.open(f"/console/adapters/{chain[-1]}")
         page.wait_for_function(f"() => window.hcpConsole && {GRAPH}")
         assert page.evaluate(f"{GRAPH}.zoom()") >= 0.85  # panned, not shrunk to fit
-        assert labels_overlapping(page) == []
+        assert labels_overlapping(page) == [] and edge_labels_on_nodes(page) == []
+        box = page.locator("#lineage-graph").bounding_box()
+        rows = page.evaluate(f"{GRAPH}.elements().renderedBoundingBox()")
+        assert rows["y1"] >= 0 and rows["y2"] <= box["height"]  # every row in view, top to bottom
         browser.screenshot("adapter-long-chain")
         browser.tab_to("#lineage-graph")
         box = page.locator("#lineage-graph").bounding_box()

@@ -67,7 +67,9 @@ class Server:
 def server(tmp_path: Path) -> Iterator[Server]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HCP_")}
     env.update(HCP_DATA_DIR=str(tmp_path / "hcp-data"), HCP_WEBHOOK_BACKOFF_S="0.2",
-               HCP_WEBHOOK_BACKOFF_MAX_S="0.5", HCP_CONSOLE_SECRET="test-secret")
+               HCP_WEBHOOK_BACKOFF_MAX_S="0.5", HCP_WEBHOOK_TIMEOUT_S="2",
+               HCP_WEBHOOK_ALLOWED_TARGETS='["127.0.0.1/32"]',  # the receivers are on the loopback
+               HCP_CONSOLE_SECRET="test-secret")
     subprocess.run([HCP, "db", "upgrade"], env=env, check=True, capture_output=True)
     made = subprocess.run([HCP, "keys", "create", "--scope", "admin"], env=env, check=True,
                           capture_output=True, text=True)

@@ -1,9 +1,11 @@
 """A stock OpenAI client instrumented by opentelemetry-instrumentation-openai-v2 calls this
 server's own POST /v1/chat/completions and exports its spans to POST /v1/traces: the spans
-become a session of the key's tenant, and the evaluator in `hcp serve` scores it."""
+join the session the gateway recorded (one session, not two), and the evaluator in
+`hcp serve` scores it."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,20 +62,24 @@ def test_instrumented_openai_calls_become_scored_sessions(
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
-    streams = [s for s in container.store.streams_of_tenant(TENANT) if s.startswith("otel:")]
-    assert len(streams) == 1, streams
-    events = container.store.read_stream(streams[0], 0, 100, TENANT)
-    assert [e.type for e in events] == ["session.started", "turn.user", "turn.assistant",
-                                        "episode.completed"]
+    # One session: the spans join the gateway's, which recorded the exchange as it served it.
+    assert [s for s in container.store.streams_of_tenant(TENANT) if s.startswith("otel:")] == []
+    answered = container.store.get(uuid.UUID(answer.id.removeprefix("chatcmpl-")), TENANT)
+    assert answered is not None and answered.stream_id.startswith("session-")
+    events = container.store.read_stream(answered.stream_id, 0, 100, TENANT)
+    assert [e.type for e in events] == ["session.started", "turn.user", "route.decided",
+                                        "turn.assistant", "trace.linked"]
     assert events[1].payload["text"] == "hello there"
-    assert events[2].payload["text"] == answer.choices[0].message.content
-    assert events[2].payload["response_id"] == answer.id
-    assert events[0].payload["harness"] == "instrumented-app"
+    assert events[3].payload["text"] == answer.choices[0].message.content
+    assert events[4].payload["service"] == "instrumented-app"
+    stream = answered.stream_id
+    httpx.post(f"{base}/v1/feedback", headers={"Authorization": f"Bearer {key}"}, timeout=10,
+               json={"session": stream.removeprefix("session-"), "end": {"outcome": "success"}})
 
     def scored() -> list[Any]:
-        page = httpx.get(f"{base}/v1/rewards", params={"stream_id": streams[0]},
+        page = httpx.get(f"{base}/v1/rewards", params={"stream_id": stream},
                          headers={"Authorization": f"Bearer {key}"}, timeout=10)
         return page.json()["rewards"]
 
-    rewards = wait_for(scored, 60, "the in-process evaluator did not score the OTLP session")
+    rewards = wait_for(scored, 60, "the in-process evaluator did not score the session")
     assert rewards[0]["contract"]["name"] == CONTRACT

@@ -7,8 +7,11 @@ OS user when we are root, as scripts/services.sh does) on a free port, and
 ``private_redis`` a redis-server on a free port with nothing persisted. Both are
 session-scoped (initdb takes seconds); each test takes a fresh database of its own.
 ``private_kafka`` is a single-node KRaft broker of the test's own, on free ports, run
-from the jars ``scripts/services.sh up`` assembled (.hcp-services/kafka/libs), to
-``kill -9`` and start again on the same ports and data.
+to
+``kill -9`` and start again on the same ports and data. It runs from the jars
+``scripts/services.sh kafka-libs`` names, assembling them if this machine has none: they
+are shared by every checkout, so a clone whose ``services.sh up`` found another checkout's
+broker running has them too.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from kernel.db import make_engine
 from tests.ports import free_port
 
 PG_BIN = Path(os.environ.get("HCP_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
-KAFKA_LIBS = Path(__file__).resolve().parents[2] / ".hcp-services" / "kafka" / "libs"
+SERVICES_SH = Path(__file__).resolve().parents[2] / "scripts" / "services.sh"
 REQUIRED = os.environ.get("HCP_TEST_REQUIRE_SERVICES") == "1"
 
 
@@ -193,7 +196,7 @@ class PrivateKafka:
     def _java(self, *args: str) -> list[str]:
         return ["java", "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
-                "-cp", f"{KAFKA_LIBS}/*", *args]
+                "-cp", f"{kafka_libs()}/*", *args]
 
     def init(self) -> None:
         self.config.write_text("\n".join([
@@ -250,10 +253,25 @@ class PrivateKafka:
             admin.close()
 
 
+_LIBS: list[Path] = []
+
+
+def kafka_libs() -> Path:
+    """The Kafka jars, from scripts/services.sh (which assembles them the first time)."""
+    if not _LIBS:
+        found = subprocess.run(["bash", str(SERVICES_SH), "kafka-libs"], capture_output=True,
+                               text=True, timeout=900)
+        if found.returncode != 0:
+            _missing(f"scripts/services.sh kafka-libs failed: {found.stderr[-1000:]}")
+        _LIBS.append(Path(found.stdout.strip().splitlines()[-1]))
+    return _LIBS[0]
+
+
 @pytest.fixture
 def private_kafka(tmp_path: Path) -> Iterator[PrivateKafka]:
-    if not (KAFKA_LIBS / ".pom.sha256").exists() or shutil.which("java") is None:
-        _missing(f"no Kafka jars under {KAFKA_LIBS} or no java (run scripts/services.sh up)")
+    libs = kafka_libs()
+    if not (libs / ".pom.sha256").exists() or shutil.which("java") is None:
+        _missing(f"no Kafka jars under {libs} or no java (run scripts/services.sh up)")
     root = tmp_path / "kafka"
     root.mkdir()
     broker = PrivateKafka(root, free_port(), free_port())

@@ -42,16 +42,18 @@ def gate_record(delta: float) -> dict[str, Any]:
                                           "required": 0.0, "ok": True},
                        "n_pairs": 12, "criteria": {"brevity": criterion, "helpfulness": criterion}},
         "pass_rate": {"successor": 0.5, "parent": 0.25},
-        "non_inferiority": {"margin": 0.05, "confidence": 0.95, "ok": True, "sets": {
-            "general": probe_set(-0.0125), "unseen_templates": probe_set(0.0625)}},
+        "non_inferiority": {"margin": 0.05, "confidence": 0.95, "power": 0.8, "ok": True, "sets": {
+            "general": probe_set(-0.0125), "unseen_templates": probe_set(0.0625),
+            "retention": probe_set(0.0)}},
     }
 
 
 def probe_set(delta: float) -> dict[str, Any]:
     """A non-inferiority row as trainer.gate.probes.judge_probes writes it (per case left out)."""
     return {"n": 8, "ok": True, "delta": delta, "mean": {"successor": 0.5 + delta, "parent": 0.5},
-            "pass_rate": {"successor": 0.375, "parent": 0.25},
-            "interval": {"low": delta - 0.03, "high": delta + 0.03, "level": 0.95}}
+            "pass_rate": {"successor": 0.375, "parent": 0.25}, "power": 0.8, "pass_if_equal": 0.91,
+            "interval": {"low": delta - 0.03, "high": delta + 0.03, "level": 0.95},
+            "non_inferiority": {"lower": delta - 0.02, "level": 0.8, "margin": 0.05, "ok": True}}
 
 
 def metrics(delta: float) -> dict[str, Any]:

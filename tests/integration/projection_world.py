@@ -38,7 +38,7 @@ def build_projection_world(c: Container, tmp_path: Path) -> dict[str, str]:
     c.aliases.move("coding", "canary", "coding@1", "cli:ann", "canary the first")
     c.aliases.move("coding", "canary", "coding@2", "cli:ann", "then the second")
     c.aliases.rollback("coding", "canary", "cli:ann", "the second misbehaves")
-    c.integrations.subscriptions.subscribe("https://hooks.example.com/hcp", ["alias.moved"],
+    c.integrations.subscriptions.subscribe("https://93.184.215.14/hcp", ["alias.moved"],
                                            "s" * 32, None, "cli:ann", "promotions")
     c.checkpoint_signer.sign()
     return keys

@@ -71,6 +71,13 @@ def test_a_batch_is_appended_and_can_be_read_back(api: Api) -> None:
     feed = api.client.get(f"/v1/events?after={base + 1}&limit=1", headers=api.reader).json()
     assert ([e["position"] for e in feed["events"]], feed["next_after"], feed["head"]) == (
         [base + 2], base + 2, base + 3)
+    slashed = "conv/2026/12"  # a stream id may hold "/", sent as is or as %2F
+    assert api.post({"events": [turn(slashed)]}).status_code == 201
+    for path in (f"/v1/streams/{slashed}", "/v1/streams/conv%2F2026%2F12"):
+        read = api.client.get(path, headers=api.reader)
+        assert read.status_code == 200 and [e["stream_id"] for e in read.json()["events"]] == [slashed]
+    unseen = api.client.get("/v1/streams/line%0Abreak/and%23more", headers=api.reader)
+    assert unseen.status_code == 200 and unseen.json()["events"] == []  # any character routes
 
 
 def test_the_same_event_again_is_200_and_the_stored_event(api: Api) -> None:
@@ -144,9 +151,15 @@ def test_malformed_json_is_400(api: Api) -> None:
 def test_keys_are_required_and_scoped(api: Api) -> None:
     body = {"events": [turn()]}
     assert api.post(body, headers={}).status_code == 401
-    assert api.post(body, headers=bearer("hcp_nope_nope")).status_code == 401
-    assert api.post(body, headers=api.reader).status_code == 403
+    unknown = api.post(body, headers=bearer("hcp_nope_nope"))
+    assert unknown.status_code == 401 and unknown.json()["error"]["code"] == "unauthorized"
+    refused = api.post(body, headers=api.reader)
+    # the code docs/cli.md lists for a refusal (was "http_error" for every status)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert "lacks the scope 'events:write'" in refused.json()["error"]["message"]
     assert api.client.get("/v1/events", headers=api.writer).status_code == 403
+    nowhere = api.client.get("/v1/no-such-route", headers=api.writer)
+    assert nowhere.status_code == 404 and nowhere.json()["error"]["code"] == "not_found"
     assert api.client.get("/v1/audit/verify", headers=api.reader).status_code == 403
     assert api.head() == 0
 

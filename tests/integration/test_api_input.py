@@ -209,3 +209,17 @@ def test_events_stored_before_the_limits_are_still_served(api: tuple[TestClient,
     assert one.headers["content-type"] == "application/json"
     position = stored[0].event.position  # after the test key's api_key.created event
     assert stream.json()["next_after"] == 1 and feed.json()["head"] == position
+
+
+@pytest.mark.parametrize(("method", "path", "allowed"), [
+    ("DELETE", "/v1/events", {"GET", "POST"}),
+    ("PATCH", "/v1/webhooks", {"GET", "POST"}),
+    ("POST", "/v1/specialists/chat/aliases/production", {"GET", "PUT"}),
+    ("PUT", "/healthz", {"GET"})])
+def test_a_405_lists_every_method_of_the_path(api: tuple[TestClient, Container], method: str,
+                                              path: str, allowed: set[str]) -> None:
+    client, _ = api
+    answer = client.request(method, path)
+    assert answer.status_code == 405, answer.text
+    assert set(answer.headers["allow"].split(", ")) == allowed
+    assert answer.json()["error"]["code"] == "method_not_allowed"

@@ -20,7 +20,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import status_code_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from access.keys import create_key
 from api.app import create_app
@@ -33,7 +38,8 @@ pytestmark = pytest.mark.slow
 
 EXAMPLES = 4  # per operation, generation mode (valid, invalid) and backend
 READ_SCOPES = ["events:read", "audit:read", "contracts:read", "rewards:read", "registry:read"]
-CHECKS = [not_a_server_error, status_code_conformance]
+CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance,
+          content_type_conformance, response_headers_conformance]
 HYPOTHESIS = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
                       phases=[Phase.explicit, Phase.generate],
                       suppress_health_check=list(HealthCheck))

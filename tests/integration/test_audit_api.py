@@ -115,3 +115,24 @@ def test_audit_all_runs_as_a_job_with_status(api) -> None:
     assert job["status"] == "succeeded", job["error"]
     assert job["report"]["ok"] is True and job["progress"]["event_log"][0] == job["progress"]["event_log"][1]
     assert client.get(f"/v1/audit/runs/{uuid.uuid4()}", headers=as_("audit:read")).status_code == 404
+
+
+def test_the_audit_since_the_latest_checkpoint_runs_as_a_job(api, world: World) -> None:
+    client, as_ = api
+    audit_world.record_rewards(world.c, world.contract_hash, 2, "later")
+    body = {"scope": "all", "since_checkpoint": True, "sample": 5, "seed": "api-seed"}
+    started = client.post("/v1/audit/runs", json=body, headers=as_("audit:read"))
+    assert started.status_code == 202, started.text
+    assert started.json()["scope"].startswith("all since checkpoint 1 (size ")
+    deadline = time.monotonic() + 60
+    while (job := client.get(f"/v1/audit/runs/{started.json()['job_id']}",
+                             headers=as_("audit:read")).json())["status"] == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert job["status"] == "succeeded", job["error"]
+    assert job["report"]["ok"] is True, job["report"]
+    assert job["report"]["coverage"]["kind"] == "incremental"
+    assert job["report"]["coverage"]["seed"] == "api-seed" and job["report"]["coverage"]["sample"] == 5
+    wrong = client.post("/v1/audit/runs", json={"scope": "adapter", "adapter_id": "coding@2",
+                                                 "since_checkpoint": True}, headers=as_("audit:read"))
+    assert wrong.status_code == 422

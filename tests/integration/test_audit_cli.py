@@ -124,3 +124,31 @@ def test_the_schedule_signs_only_while_the_log_grows(hcp, world: World) -> None:
     assert hcp("audit", "checkpoint", "run", "--every", "soon").exit_code == 2
     listed = hcp("audit", "checkpoint", "list")
     assert listed.output.count("checkpoint ") == 2
+
+
+def test_the_audit_since_a_kept_checkpoint_says_what_it_covered_and_repeats(
+        hcp, world: World, tmp_path: Path) -> None:
+    kept = tmp_path / "kept.json"
+    assert hcp("audit", "checkpoint", "export", "--out", str(kept)).exit_code == 0
+    size = world.c.checkpoint_store.latest().checkpoint.size  # type: ignore[union-attr]
+    audit_world.record_rewards(world.c, world.contract_hash, 2, "later")
+    world.c.tree_builder.build()
+    text_run = hcp("audit", "all", "--since-checkpoint")
+    assert text_run.exit_code == 0, text_run.output
+    assert "incremental audit since checkpoint 1" in text_run.output and "seed '" in text_run.output
+    first = hcp("audit", "all", "--since-checkpoint", "--checkpoint", str(kept), "--key", VKEY,
+                "--sample", "3", "--seed", "repeat-me", "--json")
+    assert first.exit_code == 0, first.output
+    coverage = json.loads(first.stdout)["coverage"]
+    assert coverage["kind"] == "incremental" and coverage["checkpoint"] == str(kept)
+    assert coverage["rehashed"] == [size + 1, world.c.store.head() - 1]  # the text run's audit.completed
+    assert coverage["sample"] == 3 and coverage["seed"] == "repeat-me"
+    again = hcp("audit", "all", "--since-checkpoint", "--checkpoint", str(kept), "--key", VKEY,
+                "--sample", "3", "--seed", "repeat-me", "--json")
+    assert json.loads(again.stdout)["coverage"]["samples"] == coverage["samples"]
+    full = hcp("audit", "all", "--json")
+    assert json.loads(full.stdout)["coverage"]["kind"] == "full"
+    assert hcp("audit", "all", "--seed", "x").exit_code == 2  # the seed goes with --since-checkpoint
+    other = audit_world.SigningKey.generate("hcp.test/events").verifier().vkey()
+    refused = hcp("audit", "all", "--since-checkpoint", "--checkpoint", str(kept), "--key", other)
+    assert refused.exit_code == 2 and str(kept) in refused.output

@@ -76,6 +76,8 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert "Serving contract" in listed and "/console/contracts/default/1" in listed
     specialist = get(client, "/console/specialists/coding")
     assert "reviewed by hand" in specialist and data.root in specialist
+    assert re.search(r'This server serves under <a href="/console/contracts/default/1">default@1</a>'
+                     r' <span class="muted">\(HCP_SERVING_CONTRACT is default\)', specialist)
     assert "Move alias" not in specialist  # registry:read only
 
     page = get(client, f"/console/adapters/{data.successor}")
@@ -90,10 +92,12 @@ def test_pages_show_an_admin_and_an_auditor_what_they_ask(console):
     assert "[0.0250, 0.0750] at 95%" in page and "20240601" in page and "N pairs" in page
     probes = page[page.index("Non-inferiority"):]
     probes = probes[:probes.index("</table>")]  # the gate's non-inferiority table
-    assert "entirely below −0.050" in probes and "95% interval" in probes
+    assert "one-sided 80% lower bound" in probes and "at or above −0.050" in probes
     assert "general instruction set</th><td>8</td><td>0.5000</td><td>0.4875</td><td>-0.0125" in probes
     assert "unseen templates</th><td>8</td><td>0.5000</td><td>0.5625</td><td>+0.0625" in probes
+    assert "retention set</th><td>8</td>" in probes
     assert "0.250 → 0.375" in probes and "[0.0325, 0.0925] at 95%" in probes
+    assert "<td>+0.0425</td><td>0.91</td>" in probes  # the lower bound, passes if no loss
     assert "Held-out pass rate</dt><dd>0.250 → 0.500" in page
     assert "non_inferiority" not in page  # shown in its table, not dumped under other fields
     own = get(client, f"/console/adapters/{data.successor}/audit")
@@ -220,3 +224,10 @@ def test_tenant_keys_are_refused_and_failed_sign_ins_are_throttled(console, cont
                for i in range(container.settings.auth_failure_burst + 1)]
     assert {a.status_code for a in answers[:-1]} == {401}
     assert answers[-1].status_code == 429 and int(answers[-1].headers["retry-after"]) >= 1
+    # A right key still signs in from there (the address may be shared), a wrong one not.
+    operator = container.keys.create(["admin"], "ops-behind-the-same-proxy")
+    wrong = client.post("/console/sign-in", data={"key": operator + "x", "next": "/console"})
+    assert wrong.status_code == 429
+    right = client.post("/console/sign-in", data={"key": operator, "next": "/console"},
+                        follow_redirects=False)
+    assert right.status_code == 303 and "set-cookie" in right.headers

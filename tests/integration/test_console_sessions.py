@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from evaluators.rewards import RewardQuery
-from events.ingest import Author, IngestLimits, ingest
+from events.ingest import Author, ClientEvent, IngestLimits, ingest
 from events.session_search import SessionFilter
 from harness.synthetic import synthetic_sessions
 from tests.integration import test_console
@@ -91,3 +91,20 @@ def test_the_session_page_shows_its_tenant_and_what_it_influenced(console):
     client.cookies.clear()
     sign_in(client, data.keys["auditor"])  # no lineage:read
     assert "Downstream lineage needs the scope lineage:read" in get(client, f"/console/sessions/{trained}")
+
+
+def test_a_session_whose_stream_id_holds_slashes_opens_from_its_link(console):
+    client, data = console
+    c = client.app.state.container
+    stream = "otel:acme:conv/2026/12?x=1#a b"  # OTLP conversation ids are the client's
+    event = ClientEvent(stream_id=stream, type="session.started", payload={"harness": "otel"})
+    ingest(c.store, [event], IngestLimits(500, 262_144), Author("otel", "acme"), opens_derived=True)
+    sign_in(client, data.keys["admin"])
+    listing = get(client, "/console/sessions?tenant=acme")
+    [link] = re.findall(r'href="(/console/sessions/otel[^"#]*)"', listing)
+    page = get(client, link.replace("&amp;", "&"))
+    assert re.search(r'id="session-tenant"><strong>acme</strong>', page)
+    assert "session.started" in page
+    found = client.get("/console/sessions", params={"stream": stream})  # the find-a-session box
+    assert found.status_code == 303
+    assert get(client, found.headers["location"]) == page

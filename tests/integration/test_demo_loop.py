@@ -64,11 +64,20 @@ def test_the_loop_runs_through_ingest_scoring_training_and_the_gate(demo):
     coding = data["specialists"]["coding"]
     assert len(coding["pass_rate_by_generation"]) == 3  # the checks' verdict beside the reward
     assert coding["evaluation"]["n"] == 3 and len(coding["evaluation"]["pass_rate_by_generation"]) == 3
-    assert set(coding["probes_by_generation"]) == {"general", "unseen_templates"}
+    # every successor on the evaluation set, whatever its gate decided
+    assert [s["generation"] for s in coding["evaluation"]["successors"]] == [1, 2]
+    assert set(coding["probes_by_generation"]) == {"general", "unseen_templates", "retention"}
     assert data["environment"]["torch_threads"] >= 1 and data["environment"]["libraries"]["torch"]
     gate = container.registry.adapter(report["generations"][0]["adapter_id"]).metrics["gate"]
-    assert set(gate["non_inferiority"]["sets"]) == {"general", "unseen_templates"}
+    assert set(gate["non_inferiority"]["sets"]) == {"general", "unseen_templates", "retention"}
     assert gate["non_inferiority"]["sets"]["general"]["n"] == 6 and gate["by_group"]
+    assert gate["non_inferiority"]["power"] == 0.8 and gate["power"]["n"] == 4
+    assert all(0 <= row["pass_if_equal"] <= 1 for row in gate["non_inferiority"]["sets"].values())
+    first = data["generations"][0]
+    assert first["objective"] == "sft" and first["init"] == "parent"
+    assert first["answers_sampled"] == 3 * 2 and first["kl_from_base"] is not None
+    training = container.registry.adapter(first["adapter_id"]).metrics["training"]
+    assert training["kl_from_base"]["tokens"] > 0
     assert (out / "demo-chart.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -83,6 +92,8 @@ def test_a_promoted_adapter_serves_through_the_registry_beside_the_base(demo):
     task = held_out_tasks("coding", 1, lambda text: "held_out")[0]
     (answer,) = harness.serve([task])
     assert answer.adapter_version == f"coding@{coding['version']}"
-    assert len(harness.pool.loaded) == 1  # one adapter loaded beside the base, by hash
+    (pool,) = container.inference.pools.values()  # one base in this process: gates, harness
+    digest = container.registry.adapter(coding["adapter_id"]).artifact_sha256
+    assert pool.loaded[digest] == f"a{digest}"  # loaded beside the base, by hash
     decided = served(container, "route.decided")[-1]
     assert decided.payload["adapter_version"] == f"coding@{coding['version']}"

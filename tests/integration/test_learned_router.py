@@ -82,8 +82,8 @@ def test_a_router_trained_from_the_log_is_registered_gated_and_serves(world: Any
     from harness.routing.events import RouterVersions
     from harness.routing.training import RouterOptions, TooFewExamples
     from hcp.serving_root import build_learned_routing, build_router_trainer
+    from inference.names import parse_model
     from serving.choice import Chooser
-    from serving.names import parse_model
     from tests.serving_world import CONTRACT, DOCUMENT
 
     c = world
@@ -118,7 +118,7 @@ def test_a_router_trained_from_the_log_is_registered_gated_and_serves(world: Any
                                                                 'strategy = "learned"'), "tester")
     c.contracts.publish(CONTRACT, draft.version, "tester")
     c.serving.move(CONTRACT, None, draft.version, "tester", "route by the learned router")
-    chooser = Chooser(CONTRACT, c.serving, c.contracts, c.registry, c.aliases, build_learned_routing(c))
+    chooser = Chooser(CONTRACT, c.serving, c.contracts, c.resolver, build_learned_routing(c))
     text = "please fix my python function"
     if not trained.promoted:
         unrouted = chooser.choose(parse_model("auto"), text)

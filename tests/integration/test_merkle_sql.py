@@ -109,6 +109,23 @@ def test_a_signed_checkpoint_proves_inclusion_and_consistency(engine, store, sig
     assert all(c.ok for c in check_log((e.hash for e in store.iter_all(raw=True)), kept))
 
 
+def test_a_proof_is_against_the_checkpoint_signed_last_even_after_one_was_served(engine, store, signer):
+    """A process serving proofs keeps the checkpoint it saw and the tree's upper levels: a
+    checkpoint signed since is still the one a proof is made in."""
+    events = append_many(store, streams=4, per_stream=100)
+    signer.sign()
+    proofs = Proofs(engine, store, CheckpointStore(engine))
+    assert proofs.inclusion(events[7].event_id).checkpoint_position == 1
+    later = append_many(store, streams=1, per_stream=30)
+    with pytest.raises(NotYetCovered):
+        proofs.inclusion(later[0].event_id)
+    signer.sign()
+    for event in (events[7], events[300], later[0]):
+        answer = proofs.inclusion(event.event_id)
+        assert answer.checkpoint_position == 2
+        assert verify_inclusion_bundle(answer.bundle, KEY.verifier()).size == 430
+
+
 def test_no_key_no_checkpoint_and_a_tampered_tree_is_never_signed(engine, store, signer):
     append_many(store, streams=1, per_stream=4)
     unkeyed = CheckpointSigner(engine, store, TreeBuilder(engine, store), CheckpointStore(engine), None)

@@ -86,11 +86,11 @@ def test_an_agent_trace_becomes_a_scored_session(world: tuple[Container, str, st
     stream = f"otel:acme:{conversation}"
     events = container.store.read_stream(stream, 0, 100, "acme")
     assert [e.type for e in events] == ["session.started", "turn.user", "turn.assistant", "tool.called",
-                                        "tool.result", "tool.result", "turn.assistant",
-                                        "episode.completed"]
+                                        "tool.result", "turn.assistant", "episode.completed"]
+    assert events[4].payload["output"] == "sunny" and events[4].payload["tool"] == "weather"
     assert events[1].payload["text"] == "weather in Paris?"
     assert events[3].payload == {"call_id": "call-1", "tool": "weather", "arguments": {"city": "Paris"}}
-    assert events[6].payload["text"] == "Sunny in Paris."
+    assert events[5].payload["text"] == "Sunny in Paris."
     assert events[2].payload["response_id"] == "resp-1" and events[2].payload["tokens"] == 7
     assert events[0].payload["harness"] == "support-bot"
     assert {e.metadata.tenant for e in events} == {"acme"} and events[0].metadata.actor == "key:otel"
@@ -158,4 +158,9 @@ def test_what_cannot_be_mapped_is_a_clear_4xx(world: tuple[Container, str, str])
     garbage = httpx.post(f"{base}/v1/traces", content=b"\xff\x00junk", headers={
         "Authorization": f"Bearer {key}", "Content-Type": "application/x-protobuf"})
     assert garbage.status_code == 400 and garbage.json()["error"]["code"] == "malformed_otlp"
+    for not_otlp in ({"hello": 1}, [], {}):  # JSON, but no request (once answered 200 {})
+        refused = httpx.post(f"{base}/v1/traces", json=not_otlp,
+                             headers={"Authorization": f"Bearer {key}"})
+        assert refused.status_code == 400, (not_otlp, refused.text)
+        assert "resourceSpans" in refused.json()["error"]["message"]
     assert container.store.head("acme") == 0

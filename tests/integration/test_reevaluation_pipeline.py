@@ -68,11 +68,11 @@ def test_a_failed_save_stops_the_run_before_any_later_chunk_is_saved(container: 
     jobs = jobs_of(container)
     real_record, calls = jobs.rewards.record, []
 
-    def second_fails(records: list, conn: object = None) -> list:
+    def second_fails(records: list, conn: object = None, awaiting: tuple = ()) -> list:
         calls.append(len(records))
         if len(calls) == 2:
             raise RuntimeError("the second chunk's transaction fails")
-        return real_record(records, conn)  # type: ignore[arg-type]
+        return real_record(records, conn, awaiting)  # type: ignore[arg-type]
 
     jobs.rewards.record = second_fails  # type: ignore[method-assign]
     job = jobs.start("default", 1)

@@ -49,6 +49,17 @@ def test_read_all_and_read_stream_page(store: SqlEventStore) -> None:
     assert list(store.iter_all(page=2)) == events
 
 
+def test_an_auditor_reads_events_by_position_and_of_types_after_one(store: SqlEventStore,
+                                                                    engine: Engine) -> None:
+    events = append_many(store, streams=2, per_stream=3)
+    assert store.at_positions([2, 5, 99]) == {2: events[1], 5: events[4]}
+    with engine.connect() as conn:  # inside the caller's transaction (an audit's snapshot)
+        assert store.at_positions([1], conn) == {1: events[0]}
+        types = {e.type for e in events}
+        assert list(store.scan_types(types, conn, page=2, after=4)) == events[4:]
+        assert [c.position for c in store.closers(types, 1, 3, 10, conn=conn)] == [2, 3]
+
+
 def test_same_event_twice_is_stored_once(store: SqlEventStore) -> None:
     event = new_event("s")
     first = store.append([event])[0]

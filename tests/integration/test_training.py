@@ -95,11 +95,19 @@ def test_a_successor_starts_from_its_parents_weights(parts, trainer):
     assert [a.adapter_id for a in parts.registry.adapters("coding")] == [parent.adapter_id]
 
 
+def load(specialist: str, parts) -> None:
+    """What the production alias points to, loaded into a fresh engine's pool."""
+    from inference.embedded.engine import EmbeddedEngine
+
+    target = parts.resolver.resolve(specialist).target()
+    EmbeddedEngine(parts.artifacts.open_dir, "cpu").pool(target).ensure(target.adapter)
+
+
 def test_an_artifact_changed_on_disk_is_refused_and_its_successor_run_fails(parts, trainer):
     runner, digest = trainer
     first = runner.run_now(parts.triggers.fire_manual("coding", "tester", "root").run_id)
     parts.aliases.move("coding", "production", first.adapter_id, "tester", "serve it")
-    assert parts.resolver.load("coding").model is not None
+    load("coding", parts)
     stored = parts.artifacts.open_dir(parts.registry.adapter(first.adapter_id).artifact_sha256)
     weights = stored / "adapter_model.safetensors"
     weights.chmod(0o644)
@@ -107,7 +115,7 @@ def test_an_artifact_changed_on_disk_is_refused_and_its_successor_run_fails(part
     data[-1] ^= 0xFF
     weights.write_bytes(bytes(data))
     with pytest.raises(ArtifactCorrupted):
-        parts.resolver.load("coding")
+        load("coding", parts)  # a process that loads it now
     seed_reward(parts.engine, parts.store, "coding", "one more", "Hi", 1.0, contract=("default", 1, digest))
     outcome = runner.run_now(parts.triggers.fire_manual("coding", "tester", "successor").run_id)
     assert outcome.outcome == "failed" and "ArtifactCorrupted" in outcome.error

@@ -38,7 +38,8 @@ pytestmark = pytest.mark.slow
 def container(database_url: str, tmp_path: Path) -> Iterator[Container]:
     settings = Settings(database_url=database_url, kafka_bootstrap="", redis_url="",
                         data_dir=tmp_path / "data", models_dir=tmp_path, webhook_backoff_s=0.2,
-                        webhook_backoff_max_s=0.5, webhook_max_attempts=2, webhook_timeout_s=5)
+                        webhook_backoff_max_s=0.5, webhook_max_attempts=2, webhook_timeout_s=5,
+                        webhook_allowed_targets=["127.0.0.1/32"])
     c = Container(settings=settings, engine=make_engine(database_url), dispatch_to=RecordingDispatcher())
     yield c
     c.close()

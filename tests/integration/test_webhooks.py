@@ -26,7 +26,7 @@ from tests.webhooks import SECRET, distinct, received, receiver, wait_for
 def container(database_url: str, tmp_path: Path) -> Iterator[Container]:
     settings = Settings(database_url=database_url, kafka_bootstrap="", data_dir=tmp_path,
                         webhook_backoff_s=0.2, webhook_backoff_max_s=0.5, webhook_max_attempts=4,
-                        webhook_timeout_s=5)
+                        webhook_timeout_s=2, webhook_allowed_targets=["127.0.0.1/32"])
     c = Container(settings, make_engine(database_url))
     yield c
     c.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -17,14 +17,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 # Bottom up: a package may import only packages listed before it.
-LAYERS = ("kernel", "events", "contract", "evaluators", "trainer", "audit", "access", "harness",
-          "serving", "integrations", "migrations", "hcp", "console", "api", "cli")
+LAYERS = ("kernel", "events", "contract", "evaluators", "trainer", "inference", "audit", "access",
+          "harness", "serving", "integrations", "migrations", "hcp", "console", "api", "cli")
 COMPOSITION_ROOT = "hcp"
 ENTRY_POINTS = ("console", "api", "cli")  # above the composition root
-CORES = ("kernel", "events", "contract", "evaluators", "trainer", "audit", "access", "harness",
-         "serving", "integrations")
+CORES = ("kernel", "events", "contract", "evaluators", "trainer", "inference", "audit", "access",
+         "harness", "serving", "integrations")
 # Inside trainer/, bottom up (its top-level modules, e.g. ``journal``, come first).
 TRAINER_LAYERS = ("journal", "ml", "registry", "datasets", "gate", "runs", "triggers")
+# Model calls (loading weights, adapters, generating) happen only in the model runtime and
+# in training: every other package asks the engine port (``inference.engine``).
+MODEL_CALLERS = ("inference", "trainer.ml")
+MODEL_CALLS = ("from_pretrained", "PeftModel", "AutoModelForCausalLM", "get_peft_model",
+               "load_base_model", "load_adapter_for_serving")
+# ``generate`` is a common name (a signing key's, the gateway's, the engine port's): a model's
+# is known by its keywords, by arguments unpacked from a tokenizer's output (``**inputs``), or
+# by a receiver named for a model (``model.generate(ids)``).
+GENERATE_KEYWORDS = {"input_ids", "max_new_tokens", "do_sample", "num_return_sequences",
+                     "generation_config", "attention_mask"}
+# Where serving may not reach into the harness: models, pools, stop rules, resolving.
+SERVING_MAY_NOT_IMPORT = ("harness.pool", "harness.decode", "harness.stops", "harness.sources",
+                          "harness.probes", "harness.serve", "harness.routing.training")
 # Migrations describe every table; that is their job.
 MAY_READ_ANY_TABLE = ("migrations",)
 
@@ -87,6 +100,73 @@ def test_cli_modules_have_no_import_circle() -> None:
     edges = {(module, name) for module, path in modules() if module in commands
              for name in imports_of(path) if name in commands and name != module}
     assert _cycle(commands, edges) is None
+
+
+def model_calls(path: Path) -> list[str]:
+    """Each call that loads or runs a model directly, as ``line: name``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            found += [f"{node.lineno}: {a.name}" for a in node.names if a.name in MODEL_CALLS]
+        if isinstance(node, ast.Attribute | ast.Name):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            if name in MODEL_CALLS or name.startswith("AutoModel"):
+                found.append(f"{node.lineno}: {name}")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "generate" and _runs_a_model(node)):
+            found.append(f"{node.lineno}: generate")
+    return found
+
+
+def _runs_a_model(call: ast.Call) -> bool:
+    keywords = [k.arg for k in call.keywords]
+    receiver = ast.unparse(call.func.value).lower()  # type: ignore[attr-defined]
+    return (None in keywords or bool(GENERATE_KEYWORDS & set(keywords))
+            or "model" in receiver.rsplit(".", 1)[-1])
+
+
+def model_calls_outside_the_runtime(found: Iterable[tuple[str, Path]]) -> list[str]:
+    return [f"{module} {call}" for module, path in found
+            if not module.startswith(MODEL_CALLERS) for call in model_calls(path)]
+
+
+def test_only_the_model_runtime_and_training_call_models() -> None:
+    assert model_calls_outside_the_runtime(modules()) == []
+
+
+def test_the_model_call_finder_finds_them(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text("from peft import PeftModel\nm = AutoModelForCausalLM.from_pretrained('d')\n"
+                      "m.generate(input_ids=i, max_new_tokens=3)\nkey.generate()\n"
+                      "m.generate(**inputs)\nself.model.generate(ids)\n"
+                      "engine.generate(request)\nimport transformers\n"
+                      "transformers.AutoModelForSeq2SeqLM.from_pretrained('d')\n")
+    assert sorted(model_calls(source)) == [
+        "1: PeftModel", "2: AutoModelForCausalLM", "2: from_pretrained", "3: generate",
+        "5: generate", "6: generate", "9: AutoModelForSeq2SeqLM", "9: from_pretrained"]
+
+
+@pytest.mark.parametrize("call", ["model.generate(**batch)", "m.generate(input_ids=ids)",
+                                  "AutoModelForCausalLM.from_pretrained(path)",
+                                  "PeftModel.from_pretrained(base, path)"])
+def test_a_model_call_added_outside_the_runtime_is_named(call: str, tmp_path: Path) -> None:
+    """The product's tree with one call added to the gateway: only that call is named, and
+    the same call inside the runtime is allowed."""
+    injected = tmp_path / "gateway.py"
+    injected.write_text((ROOT / "serving" / "gateway.py").read_text()
+                        + f"\n\ndef _leak(model, m, base, batch, ids, path):\n    return {call}\n")
+    line = len(injected.read_text().splitlines())
+    tree = [(m, injected if m == "serving.gateway" else p) for m, p in modules()]
+    found = model_calls_outside_the_runtime(tree)
+    assert found and all(f.startswith(f"serving.gateway {line}: ") for f in found)
+    assert model_calls_outside_the_runtime([("inference.embedded.x", injected)]) == []
+
+
+def test_serving_asks_the_engine_not_the_harness_for_models() -> None:
+    reaching = [f"{module} imports {name}" for module, path in modules()
+                if module.split(".")[0] == "serving" for name in imports_of(path)
+                if name.startswith(SERVING_MAY_NOT_IMPORT)]
+    assert reaching == []
 
 
 @cache

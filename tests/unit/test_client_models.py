@@ -33,3 +33,17 @@ def test_every_schema_of_the_document_has_a_model() -> None:
     names = {generator.class_name(n) for n in create_app().openapi()["components"]["schemas"]}
     assert names <= set(dir(models))
     assert models.WebhookOut.model_fields.keys() >= {"subscription_id", "url", "event_types"}
+
+
+def test_the_client_imports_without_a_warning_and_keeps_the_wire_names() -> None:
+    """A field named like a pydantic attribute (response_format's ``schema``) is read as
+    ``schema_`` but sent and received as ``schema``; importing the client warns about nothing."""
+    import subprocess
+    import sys
+
+    code = ("import hcp_client.models as m; "
+            "f = m.JsonSchemaFormat.model_validate({'name': 'x', 'schema': {'type': 'object'}}); "
+            "assert f.schema_ == {'type': 'object'}, f; "
+            "assert f.model_dump(by_alias=True, exclude_none=True)['schema'] == {'type': 'object'}")
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

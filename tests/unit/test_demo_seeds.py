@@ -36,3 +36,24 @@ def test_each_generation_gain_is_summarised_across_seeds():
     assert step[0]["max"] == pytest.approx(0.3) and step[0]["sd"] == pytest.approx(0.1414, abs=1e-3)
     assert coding["measures"]["held-out reward"]["vs_base"][-1]["mean"] == pytest.approx(0.25)
     assert coding["promoted_by_generation"] == [2, 1] and summary["seeds"] == [0, 1]
+
+
+def test_compounding_pairs_generations_by_task_over_the_seeds_and_losses_name_the_worst():
+    from cli.demo_compound import compounding, losses
+
+    def run(seed: int, passes: list[list[int]], credit: list[float]) -> dict:
+        return {"config": {"seed": seed}, "specialists": {"coding": {
+            "evaluation": {"passes_by_generation": passes},
+            "probes_by_generation": {"retention": {"credit_by_generation": credit}}}}}
+
+    gen0, gen1 = [0] * 40, [1] * 8 + [0] * 32
+    gen2 = [1] * 16 + [0] * 24  # every seed solves 8 more tasks at generation 2
+    reports = [run(0, [gen0, gen1, gen2], [0.5, 0.45, 0.5]),
+               run(1, [gen0, gen1, gen1], [0.5, 0.52, 0.38])]
+    rows = compounding(reports, "coding")
+    assert [r["generation"] for r in rows] == [1, 2]
+    assert rows[1]["per_seed"] == [pytest.approx(0.2), pytest.approx(0.0)]
+    assert rows[1]["mean"] == pytest.approx(0.1) and rows[1]["above_zero"]
+    retention = losses(reports, "coding", 0.05)["retention"]
+    assert retention["worst_step"] == pytest.approx(-0.14) and retention["beyond_margin"]
+    assert retention["worst_versus_base"] == pytest.approx(-0.12)

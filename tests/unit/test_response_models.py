@@ -25,8 +25,9 @@ from evaluators.model import RewardRecord
 from evaluators.reevaluation import Job
 from events.catalogue import catalogue_document
 from events.model import EventMetadata, RecordedEvent
+from inference.resolve import Resolved
+from inference.types import BaseModel as ServedBase
 from trainer.registry.model import AdapterVersion, AliasMove, BaseModelEntry, ContractRef, Specialist
-from trainer.registry.serving import Resolved
 from trainer.runs.model import TrainingRun
 from trainer.triggers.firing import TriggerCheck
 from trainer.triggers.model import Firing
@@ -75,13 +76,17 @@ CASES: list[tuple[type[BaseModel], Any]] = [
     (w.RewardOut, RewardRecord(UUID, "sub", "episode", "s", 1, 3, ("e1",), "default", 1, "h" * 64,
                                "ev@1", 0.75, {"brevity": 1, "tone": 0.5}, {"safe": True}, "train",
                                "coding", "coding@1", True, ({"item": "gate:x", "message": "m",
-                                                             "kind": "runtime"},), NOW, 4).to_json()),
+                                                             "kind": "runtime"},), NOW, 4,
+                               judgements=({"judge": "q", "model": "sha256:" + "0" * 64,
+                                            "prompt_hash": "p" * 64, "seed": 0, "verdict": "7",
+                                            "verdict_event": None, "score": 0.6, "scores": None,
+                                            "error": None},)).to_json()),
     (r.BaseModelOut, BaseModelEntry("tiny", "/m", "w" * 64, {"hidden": 8}, "key:a", NOW).to_json()),
     (r.SpecialistOut, Specialist("coding", "writes code", "key:a", NOW).to_json()),
     (r.AdapterOut, ADAPTER.to_json()),
     (r.AliasMoveOut, AliasMove(3, "coding", "production", "coding@2", None, "key:a", "ship", NOW).to_json()),
     (r.ResolvedOut, Resolved("coding", "production", "coding@2", 2, "a" * 64, "file:///a",
-                             {"name": "tiny", "path": "/m", "weights_sha256": "w" * 64}, NOW).to_json()),
+                             ServedBase("tiny", "/m", "w" * 64), NOW).to_json()),
     (t.TrainingRunOut, RUN.to_json()),
     (t.FiringOut, FIRING.to_json()),
     (t.TriggerCheckOut, TriggerCheck("coding", FIRING, "fired").to_json()),

@@ -78,6 +78,10 @@ class ManifestExample:
     reward: float
     components: dict[str, float] = field(default_factory=dict)
     messages: tuple[Message, ...] | None = None  # what the model was served, when recorded
+    # What the user said the answer should have been (``POST /v1/feedback`` ``correction``,
+    # the last one sent for this answer); None without one. A run with ``hyper.traffic``
+    # trains it as a better answer to the same prompt (trainer/datasets/traffic.py).
+    correction: str | None = None
 
     def training_example(self) -> TrainingExample:
         return TrainingExample(prompt=self.prompt, response=self.response, reward=self.reward,
@@ -152,7 +156,7 @@ def example_of(row: RewardRow, events: Mapping[str, EventView]) -> ManifestExamp
         reward_id=row.reward_id, subject_id=row.subject_id, split=row.split,
         prompt=pair[0], response=pair[1], reward=float(row.score),
         components={k: float(v) for k, v in sorted(row.components.items())},
-        messages=extract_messages(found),
+        messages=extract_messages(found), correction=extract_correction(found),
     )
 
 
@@ -228,6 +232,17 @@ def extract_messages(events: Sequence[EventView]) -> tuple[Message, ...] | None:
     said = [("user" if e.type == "turn.user" else "assistant", str(e.payload.get("text", "")))
             for e in turns[:last]]
     return tuple((str(m["role"]), str(m["content"])) for m in context) + tuple(said)
+
+
+def extract_correction(events: Sequence[EventView]) -> str | None:
+    """The last correction sent for the subject's last answer (feedback after it)."""
+    ordered = sorted(events, key=lambda e: e.position)
+    last = max((i for i, e in enumerate(ordered) if e.type == "turn.assistant"), default=None)
+    if last is None:
+        return None
+    found = [e.payload.get("correction") for e in ordered[last + 1:] if e.type == "feedback.given"]
+    texts = [text for text in found if isinstance(text, str) and text.strip()]
+    return texts[-1] if texts else None
 
 
 def _is_message(value: Any) -> bool:

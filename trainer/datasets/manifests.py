@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from contract.subject import Subject
 from evaluators.model import RewardRecord
 from evaluators.rewards import RewardStore
+from events.model import RecordedEvent
 from events.store import EventStore
 from kernel.db import reading
 from kernel.errors import Conflict, NotFound
@@ -36,7 +37,7 @@ from trainer.datasets.manifest import (
     select_rewards,
 )
 from trainer.datasets.members import ManifestIndex
-from trainer.datasets.projections import DATASET_PROJECTIONS, REWARDS
+from trainer.datasets.projections import DATASET_PROJECTIONS, HASHED_BY_WRITER, REWARDS
 from trainer.datasets.tables import dataset_manifests
 from trainer.journal import specialist_stream, write
 from trainer.registry.ancestry import Ancestry, adapters_in
@@ -93,7 +94,7 @@ class Manifests:
             manifest_id=manifest_id, specialist=specialist, cut_from=cut_from, cut_to=cut_to,
             reward_ids=list(manifest.reward_ids), examples_sha256=manifest.examples_sha256,
             content_hash=digest), actor, specialist=specialist,
-            sources={REWARDS: lambda ids: by_id})
+            sources={REWARDS: lambda ids: by_id, HASHED_BY_WRITER: lambda: digest})
         return manifest_id, manifest
 
     def lineage(self, adapter_id: str | None,
@@ -184,6 +185,16 @@ class Manifests:
                            f"{row.content_hash[:12]}… (got {manifest.content_hash[:12]}…)")
         return manifest
 
+    def _closer(self, kind: str, stream_id: str, events: list[RecordedEvent]) -> RecordedEvent | None:
+        """The event that closed the subject, which the rubric read (what the user did
+        next): an episode's last event; a turn's next event in its stream."""
+        if not events:
+            return None
+        if kind != "turn":
+            return events[-1]
+        following = self.store.read_stream(stream_id, events[-1].stream_seq, 1)
+        return following[0] if following else None
+
     def judged_subjects(self, reward_ids: Sequence[str]) -> dict[str, JudgedSubject]:
         """Each reward's subject as the evaluator saw it (full events, upcast), by reward id."""
         rewards = self.rewards.by_ids(reward_ids)
@@ -192,7 +203,8 @@ class Manifests:
         for reward in rewards:
             events = sorted((found[e] for e in reward.event_ids if e in found),
                             key=lambda e: e.stream_seq)
-            subject = Subject(reward.subject_id, reward.subject_kind, reward.stream_id, tuple(events))
+            subject = Subject(reward.subject_id, reward.subject_kind, reward.stream_id, tuple(events),
+                              self._closer(reward.subject_kind, reward.stream_id, events))
             judged[str(reward.reward_id)] = JudgedSubject(
                 str(reward.reward_id), subject, reward.contract_name, reward.contract_version,
                 reward.contract_hash)

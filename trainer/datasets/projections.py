@@ -39,6 +39,11 @@ from trainer.datasets.tables import dataset_manifests, manifest_contract_version
 # ids that is stored (it may hold others too).
 REWARDS = "rewards_by_id"
 RewardsById = Callable[[Sequence[str]], Mapping[str, RewardRecord]]
+# The write path's own source: the content hash its writer has just computed from these very
+# rewards, in the transaction that appends the event (``Manifests.freeze_in``). Hashing the
+# content again there would only repeat that work (a third of what projecting a firing
+# costs); a replay has no such source and re-hashes every manifest.
+HASHED_BY_WRITER = "content_hash_by_writer"
 
 
 def _rewards(done: Logged[Any], state: State) -> list[RewardRecord]:
@@ -52,11 +57,13 @@ def _rewards(done: Logged[Any], state: State) -> list[RewardRecord]:
     return [found[i] for i in e.reward_ids]
 
 
-def manifest_row(e: DatasetFrozen, rewards: Sequence[RewardRecord], created_at: datetime) -> dict[str, Any]:
+def manifest_row(e: DatasetFrozen, rewards: Sequence[RewardRecord], created_at: datetime,
+                 hashed: str | None = None) -> dict[str, Any]:
     """The manifest's row as its rewards (those of ``e.reward_ids``, in order) make it (the
-    hashed content and the rest)."""
+    hashed content and the rest); ``hashed``: the content hash the writer computed of the
+    same content in this transaction, when it did."""
     content = manifest_content(e, rewards)
-    if manifest_hash(content) != e.content_hash:
+    if hashed != e.content_hash and manifest_hash(content) != e.content_hash:
         raise ProjectionError(f"its rewards make content hash {manifest_hash(content)[:12]}…, not the "
                               f"{e.content_hash[:12]}… it froze")
     return {**content, "manifest_id": e.manifest_id, "content_hash": e.content_hash,
@@ -83,7 +90,11 @@ def _manifests(done: Logged[Any], state: State) -> list[Change]:
     e = done.event
     assert isinstance(e, DatasetFrozen)
     at = datetime.fromisoformat(e.frozen_at) if e.frozen_at else done.recorded_at
-    return [Insert("dataset_manifests", manifest_row(e, _rewards(done, state), at))]
+    try:
+        hashed = state.source(HASHED_BY_WRITER)()
+    except LookupError:  # a replay: the content is hashed here
+        hashed = None
+    return [Insert("dataset_manifests", manifest_row(e, _rewards(done, state), at, hashed))]
 
 
 MEMBER_COLUMNS = ("manifest_id", "reward_position", "reward_id", "subject_id", "stream_id", "split")
@@ -105,8 +116,14 @@ def _contract_counts(done: Logged[Any], state: State) -> list[Change]:
             for (name, version), n in sorted(counts.items())]
 
 
-DATASET_MANIFESTS = Projection(dataset_manifests, (DatasetFrozen,), _manifests, group="manifest_id")
-MANIFEST_MEMBERS = Projection(manifest_members, (DatasetFrozen,), _members, group="manifest_id")
+def _manifest_of(done: Logged[Any]) -> str:
+    return str(done.event.manifest_id)
+
+
+DATASET_MANIFESTS = Projection(dataset_manifests, (DatasetFrozen,), _manifests, group="manifest_id",
+                               event_group=_manifest_of)
+MANIFEST_MEMBERS = Projection(manifest_members, (DatasetFrozen,), _members, group="manifest_id",
+                              event_group=_manifest_of)
 MANIFEST_CONTRACT_VERSIONS = Projection(manifest_contract_versions, (DatasetFrozen,), _contract_counts,
-                                        group="manifest_id")
+                                        group="manifest_id", event_group=_manifest_of)
 DATASET_PROJECTIONS = ProjectionSet(DATASET_MANIFESTS, MANIFEST_MEMBERS, MANIFEST_CONTRACT_VERSIONS)

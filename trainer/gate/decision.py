@@ -16,11 +16,12 @@ held-out set) cannot regress and says so.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from trainer.gate.policy import GatePolicy
 from trainer.gate.rollout import RolloutMetrics
-from trainer.gate.stats import paired_bootstrap, sign_test
+from trainer.gate.stats import paired_bootstrap, power_of_gain, sign_test
 from trainer.ml.metrics import GateMetrics
 
 
@@ -86,8 +87,37 @@ def _paired_stats(successor: RolloutMetrics, parent: RolloutMetrics,
     interval = paired_bootstrap(successor.rewards, parent.rewards, level=policy.confidence,
                                 resamples=policy.resamples, seed=policy.seed)
     sign = sign_test(successor.rewards, parent.rewards)
+    diffs = [a - b for a, b in zip(successor.rewards, parent.rewards, strict=True)]
+    sd = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
+    # The chance this set shows a true gain of the probe margin (the smallest change the
+    # gate declares it cares about), at the spread of differences it measured.
+    power = {"gain": policy.probe_margin, "sd": sd, "n": len(diffs),
+             "value": power_of_gain(sd, len(diffs), policy.probe_margin + policy.margin,
+                                    policy.confidence)}
     return {"interval": interval.to_dict(), "samples": interval.n, "seed": policy.seed,
-            "sign_test": sign.to_dict()}
+            "sign_test": sign.to_dict(), "power": power}
+
+
+def with_power(record: dict[str, Any], policy: GatePolicy) -> dict[str, Any]:
+    """The record with ``power`` stated whatever decided it: the held-out test's chance of
+    showing a true gain of the probe margin (``value``; None, and why, where the decision
+    had no per-case test), and ``probes``: the forgetting check's power at its margin (None,
+    and why, where no probe set was judged), so a reader sees what the gate could not see."""
+    power = dict(record.get("power") or {"value": None, "note": _no_test(record, policy)})
+    probes = record.get("non_inferiority") or {}
+    power["probes"] = probes.get("power") if probes.get("sets") else None
+    if power["probes"] is None:
+        power["probes_note"] = probes.get("note") or (
+            "no probe set judged (probe_tasks = 0): a loss beyond the held-out set is not checked")
+    return {**record, "power": power}
+
+
+def _no_test(record: dict[str, Any], policy: GatePolicy) -> str:
+    if not record.get("comparison"):
+        return "nothing was compared"
+    if policy.metric == "offline":
+        return "the offline metric's margin has no per-case test"
+    return "no per-case rewards on the same cases for both models"
 
 
 def _decides(policy: GatePolicy, ours: float, theirs: float, stats: dict[str, Any],
@@ -136,8 +166,13 @@ def _criterion(name: str, successor: float | None, parent: float,
         return row, None
     ok = successor is not None and math.isfinite(successor) and successor >= parent - tolerance
     row["ok"] = ok
-    failure = None if ok else f"criterion {name!r} regressed: {successor} < {parent} - {tolerance}"
+    failure = None if ok else (f"criterion {name!r} regressed: {_figure(successor)} < "
+                               f"{parent:.4f} - {tolerance:g}")
     return row, failure
+
+
+def _figure(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4f}"
 
 
 def _finite(x: float | None) -> float | None:

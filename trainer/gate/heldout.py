@@ -28,12 +28,14 @@ from typing import Any
 from contract.document import ContractInvalid
 from contract.evaluate import CompiledContract, compile_contract
 from contract.versions import ContractVersions, VersionNotFound
+from evaluators.judging import Judging
 from kernel.errors import Invalid
 from trainer.datasets.manifest import ManifestExample
 from trainer.datasets.manifests import Manifests
 from trainer.gate import probes, rollout
-from trainer.gate.decision import judge, judge_rollouts
+from trainer.gate.decision import judge, judge_rollouts, with_power
 from trainer.gate.policy import GatePolicy
+from trainer.gate.verdict import GateRecord
 from trainer.ml.metrics import GateMetrics
 
 
@@ -47,9 +49,24 @@ class GateInputs:
     device: str | None
     cases: list[rollout.RolloutCase]  # from ``Gate.prepare``; empty for the offline metric
     precision: str = "auto"  # of the base's weights, as it trained (and as the harness serves)
-    parent_gate: dict[str, Any] | None = None  # the parent's own gate record, if any
+    parent_gate: GateRecord | None = None  # the parent's own gate record, if any
     parent_ref: str | None = None  # which version the parent is (e.g. coding@2)
     specialist: str = ""  # whose probe sets (the unseen templates) the gate answers
+    # The bytes by digest (the memo and the engine's pool key on them; "" / None: hashed
+    # when needed): the base's weights, the successor's and the parent's artifacts.
+    base_sha256: str = ""
+    base_name: str = ""
+    successor_sha256: str | None = None
+    parent_sha256: str | None = None
+
+    def target(self, adapter: Path | None, max_new_tokens: int,
+               max_prompt_tokens: int | None = None) -> rollout.RolloutTarget:
+        """The successor (``adapter`` its directory), the parent, or the bare base (None)."""
+        digest = (self.successor_sha256 if adapter == self.successor_dir else
+                  self.parent_sha256 if adapter is not None and adapter == self.parent_dir else None)
+        return rollout.RolloutTarget(self.base_dir, adapter, max_new_tokens, max_prompt_tokens,
+                                     self.device, self.precision, self.base_sha256, digest,
+                                     self.base_name)
 
 
 class Gate:
@@ -59,9 +76,12 @@ class Gate:
     the composition root adds: some live above the trainer)."""
 
     def __init__(self, manifests: Manifests, contracts: ContractVersions,
-                 harnesses: Mapping[str, rollout.HarnessFactory]) -> None:
+                 harnesses: Mapping[str, rollout.HarnessFactory],
+                 judging: Judging | None = None) -> None:
         self.manifests, self.contracts = manifests, contracts
         self.harnesses = harnesses
+        # The judges of contracts that have them, for the rollout gate's verdicts.
+        self.judged = rollout.judged_by(judging) if judging is not None else None
 
     def harness(self, name: str) -> rollout.HarnessFactory:
         """Raises:
@@ -78,8 +98,11 @@ class Gate:
         self.harness(policy.rollout_harness)
         return self.rollout_cases(rollout.latest(held_out, policy.rollout_prompts))
 
-    def judge(self, inputs: GateInputs, policy: GatePolicy) -> dict[str, Any]:
-        """{"promote", "reason", "comparison", "metric", ...}: the decision and what it saw."""
+    def judge(self, inputs: GateInputs, policy: GatePolicy) -> GateRecord:
+        """The decision and what it saw (``metrics.gate``)."""
+        return GateRecord.model_validate(with_power(self._judged(inputs, policy), policy))
+
+    def _judged(self, inputs: GateInputs, policy: GatePolicy) -> dict[str, Any]:
         from trainer.ml.metrics import heldout_metric
 
         held_out = inputs.held_out
@@ -122,7 +145,10 @@ class Gate:
             key = (judged.contract_name, judged.contract_version, judged.contract_hash)
             if key not in compiled:
                 compiled[key] = self._contract(*key)
-            cases.append(rollout.RolloutCase(ex.prompt, judged.subject, compiled[key]))
+            contract = compiled[key]
+            judges = bool(contract.document.evaluation.judges)
+            cases.append(rollout.RolloutCase(ex.prompt, judged.subject, contract,
+                                             self.judged if judges else None))
         return cases
 
     def _contract(self, name: str, version: int, digest: str) -> CompiledContract:
@@ -186,15 +212,15 @@ def with_probes(record: dict[str, Any], inputs: GateInputs, policy: GatePolicy) 
         return {**record, "non_inferiority": {"ok": True, "note": "no probe harness registered"}}
 
     def target(adapter: Path | None) -> rollout.RolloutTarget:
-        return rollout.RolloutTarget(inputs.base_dir, adapter, policy.rollout_max_new_tokens,
-                                     device=inputs.device, precision=inputs.precision)
+        return inputs.target(adapter, policy.rollout_max_new_tokens)
 
     ours = runner(inputs.specialist, target(inputs.successor_dir), policy.probe_tasks, {})
     reuse = (probes.reusable_answers(inputs.parent_gate, target(inputs.parent_dir))
              if inputs.parent_dir is not None else {})
     theirs = runner(inputs.specialist, target(inputs.parent_dir), policy.probe_tasks, reuse)
     found, failures = probes.judge_probes(ours, theirs, policy.probe_margin, policy.confidence,
-                                          policy.resamples, policy.seed, inputs.precision)
+                                          policy.resamples, policy.seed, inputs.precision,
+                                          policy.probe_power)
     record = {**record, "non_inferiority": found}
     if failures:
         why = "; ".join(failures)
@@ -216,25 +242,23 @@ def reusable(inputs: GateInputs, policy: GatePolicy) -> tuple[list[str], str] | 
     the same order gives the same answers, so the parent need not generate them again;
     they are judged again (checks and contract), since the contract may have changed.
     """
-    record = inputs.parent_gate or {}
-    rollouts = record.get("rollouts") or {}
-    mine = rollouts.get("successor") or {}
-    same = (rollouts.get("harness") == policy.rollout_harness
-            and rollouts.get("max_new_tokens") == policy.rollout_max_new_tokens
-            and rollouts.get("precision", "auto") == inputs.precision
-            and list(mine.get("cases") or []) == [c.subject.id for c in inputs.cases]
-            and len(mine.get("answers") or []) == len(inputs.cases))
-    if not same or inputs.parent_dir is None:
+    rollouts = inputs.parent_gate.rollouts if inputs.parent_gate is not None else None
+    mine = rollouts.successor if rollouts is not None else None
+    if rollouts is None or mine is None or inputs.parent_dir is None:
         return None
-    return list(mine["answers"]), f"the gate record of {inputs.parent_ref or 'the parent'}"
+    same = (rollouts.harness == policy.rollout_harness
+            and rollouts.max_new_tokens == policy.rollout_max_new_tokens
+            and rollouts.precision == inputs.precision
+            and mine.cases == [c.subject.id for c in inputs.cases]
+            and len(mine.answers) == len(inputs.cases))
+    if not same:
+        return None
+    return list(mine.answers), f"the gate record of {inputs.parent_ref or 'the parent'}"
 
 
 def _rollouts(inputs: GateInputs, factory: rollout.HarnessFactory, adapter: Path | None,
               policy: GatePolicy, reuse: tuple[list[str], str] | None = None) -> rollout.RolloutMetrics:
-    target = rollout.RolloutTarget(inputs.base_dir, adapter, policy.rollout_max_new_tokens,
-                                   max_prompt_tokens=inputs.max_len, device=inputs.device,
-                                   precision=inputs.precision)
-    harness = factory(target)
+    harness = factory(inputs.target(adapter, policy.rollout_max_new_tokens, inputs.max_len))
     if reuse is not None:
         return rollout.measure(harness, inputs.cases, texts=reuse[0], reused_from=reuse[1])
     return rollout.measure(harness, inputs.cases)

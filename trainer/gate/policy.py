@@ -39,11 +39,14 @@ class GatePolicy(BaseModel):
     seed: int = Field(0, ge=0, description="Seed of the bootstrap's resampling")
     offline_beside: bool = Field(True, description="rollout only: also measure and record the "
                                  "offline metric (a pass over the held-out set with each model)")
-    probe_tasks: int = Field(0, ge=0, le=512, description="Tasks per probe set (the general "
+    probe_tasks: int = Field(0, ge=0, le=1024, description="Tasks per probe set (the general "
                              "set, the unseen templates) both models answer for the "
                              "non-inferiority check (trainer.gate.probes); 0: none")
-    probe_margin: float = Field(0.05, ge=0.0, le=1.0, description="Not promoted when the "
-                                "successor's loss on a probe set exceeds this with confidence")
+    probe_margin: float = Field(0.05, ge=0.0, le=1.0, description="Not promoted unless the "
+                                "successor is shown to lose no more than this on every probe set")
+    probe_power: float = Field(0.8, gt=0.5, lt=1.0, description="Level of the one-sided lower "
+                               "bound the probe check needs above -probe_margin: the chance of "
+                               "stopping a successor that truly loses the margin")
 
     def tolerance_for(self, criterion: str) -> float | None:
         return self.regression_tolerance.get(criterion, self.regression_tolerance.get("*"))

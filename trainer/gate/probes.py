@@ -7,14 +7,19 @@ every gate that has probe sets also has both models answer them:
 - ``general``: a general instruction set built into the harness (short answers with one
   right content, disjoint from every specialist's family);
 - ``unseen_templates``: the specialist's task templates held out whole, never trained
-  on (unseen shapes, not only unseen instances).
+  on (unseen shapes, not only unseen instances);
+- ``retention``: what users ask the specialist beyond every template, which the base
+  partly solves (``harness.tasks.retention_*``), so that a loss can show.
 
 Each case scores the check's credit in [0, 1] (and pass/fail beside it). The successor
-is **not promoted when its loss on a set exceeds the margin with confidence**: when the
-upper end of the paired bootstrap interval of (successor - parent) at the gate's
-confidence lies below ``-margin``. A set where the interval reaches above ``-margin`` is
-"no evidence of a loss larger than the margin" and passes; its figures are recorded
-either way. The harness that answers probe sets is registered by the composition root
+is **not promoted unless it is shown to be no worse than its parent by more than the
+margin**: the one-sided lower bound of the paired bootstrap of (successor - parent) at
+the policy's ``probe_power`` (0.8) must lie at or above ``-margin`` (``stats.
+non_inferiority``). So a successor that truly loses the margin on a set is stopped with
+that probability (the check's power, whatever the set's size), and the set's size
+decides how often one that lost nothing passes (``pass_if_equal``, in the record beside
+the power). The two-sided interval at the gate's confidence is recorded for reading.
+The harness that answers probe sets is registered by the composition root
 (``register_probes``); without one, a gate records that it had none.
 """
 
@@ -25,9 +30,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trainer.gate.rollout import RolloutTarget
-from trainer.gate.stats import paired_bootstrap
+from trainer.gate.stats import non_inferiority, paired_bootstrap
+from trainer.gate.verdict import GateRecord
 
-GENERAL, UNSEEN = "general", "unseen_templates"
+GENERAL, UNSEEN, RETENTION = "general", "unseen_templates", "retention"
+DEFAULT_POWER = 0.8
 PER_CASE = ("cases", "scores", "passes", "answers", "groups")
 
 
@@ -42,6 +49,9 @@ class ProbeMetrics:
     answers: tuple[str, ...] = field(repr=False)
     groups: tuple[str, ...] = ()
     reused_from: str | None = None
+    # Where the engine's answers came from: {"reused", "generated", "keys_sha256"} (the
+    # answer memo's keys in case order, so a replay can regenerate and compare each one).
+    memo: dict[str, Any] | None = None
 
     @property
     def n(self) -> int:
@@ -75,25 +85,26 @@ def probe_runner() -> ProbeRunner | None:
     return _RUNNER[0] if _RUNNER else None
 
 
-def reusable_answers(parent_gate: Mapping[str, Any] | None, target: RolloutTarget
+def reusable_answers(parent_gate: GateRecord | None, target: RolloutTarget
                      ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """The parent's probe answers from its own gate (where it was the successor), by set:
     (case ids, answers). Greedy answers with the same weights, token budget and precision
     are the same; the runner reuses them only for exactly the same cases."""
-    record = (parent_gate or {}).get("non_inferiority") or {}
-    if record.get("precision", "auto") != target.precision:
+    record = parent_gate.non_inferiority if parent_gate is not None else None
+    if record is None or record.precision != target.precision:
         return {}
     found = {}
-    for name, row in (record.get("sets") or {}).items():
-        mine = row.get("successor") or {}
-        if mine.get("cases") and len(mine.get("answers") or []) == len(mine["cases"]):
-            found[name] = (tuple(mine["cases"]), tuple(mine["answers"]))
+    for name, row in record.sets.items():
+        mine = row.successor
+        if mine is not None and mine.cases and len(mine.answers) == len(mine.cases):
+            found[name] = (tuple(mine.cases), tuple(mine.answers))
     return found
 
 
 def judge_probes(successor: Mapping[str, ProbeMetrics], parent: Mapping[str, ProbeMetrics],
                  margin: float, confidence: float, resamples: int, seed: int,
-                 precision: str = "auto") -> tuple[dict[str, Any], list[str]]:
+                 precision: str = "auto", power: float = DEFAULT_POWER
+                 ) -> tuple[dict[str, Any], list[str]]:
     """(the record, why not promoted) over every set both models answered."""
     sets: dict[str, Any] = {}
     failures: list[str] = []
@@ -102,20 +113,24 @@ def judge_probes(successor: Mapping[str, ProbeMetrics], parent: Mapping[str, Pro
         if ours.cases != theirs.cases or not ours.cases:
             sets[name] = {"ok": True, "note": "not compared: the two answered different cases"}
             continue
+        check = non_inferiority(ours.scores, theirs.scores, margin=margin, level=power,
+                                resamples=resamples, seed=seed)
         interval = paired_bootstrap(ours.scores, theirs.scores, level=confidence,
                                     resamples=resamples, seed=seed)
-        ok = interval.high >= -margin
-        sets[name] = {"n": ours.n, "ok": ok, "interval": interval.to_dict(),
-                      "delta": ours.mean - theirs.mean,
+        sets[name] = {"n": ours.n, "ok": check.ok, "interval": interval.to_dict(),
+                      "non_inferiority": check.to_dict(), "power": check.power,
+                      "pass_if_equal": check.pass_if_equal, "delta": ours.mean - theirs.mean,
                       "mean": {"successor": ours.mean, "parent": theirs.mean},
                       "pass_rate": {"successor": ours.pass_rate, "parent": theirs.pass_rate},
                       "successor": ours.to_dict(), "parent": theirs.to_dict()}
-        if not ok:
-            failures.append(f"{name}: the successor loses {-interval.mean:.3f} to its parent, "
-                            f"{confidence:.0%} interval [{interval.low:+.3f}, {interval.high:+.3f}] "
-                            f"entirely below -{margin} (non-inferiority margin)")
-    record = {"margin": margin, "confidence": confidence, "precision": precision,
-              "ok": not failures, "sets": sets}
+        if not check.ok:
+            failures.append(f"{name}: the successor's change {check.mean:+.3f} has its one-sided "
+                            f"{power:.0%} lower bound {check.lower:+.3f} below -{margin} "
+                            f"(not shown to be within the non-inferiority margin)")
+    record = {"margin": margin, "confidence": confidence, "power": power,
+              "rule": f"not promoted unless the one-sided {power:.0%} lower bound of (successor "
+                      f"- parent) on every set lies at or above -{margin}",
+              "precision": precision, "ok": not failures, "sets": sets}
     return record, failures
 
 

@@ -1,9 +1,9 @@
 """Rollouts for the gate: harnesses that answer held-out prompts, and the contract's verdict
 on their answers. Pure: the harness a factory builds does the torch work when called.
 
-A gate is given its harnesses by name (``Gate(..., harnesses)``: ``BUILT_IN`` and what the
-composition root adds); a gate policy names the one it uses (``rollout_harness``, default
-``"text"``: greedy generation with base + adapter).
+A gate is given its harnesses by name (``Gate(..., harnesses)``: the composition root
+builds them on the process's engine, ``inference``); a gate policy names the one it uses
+(``rollout_harness``, default ``"text"``: greedy generation with base + adapter).
 
 A held-out subject is judged again with a generated answer in place of the logged one:
 its events are kept, the text of its LAST ``turn.assistant`` is replaced, and the
@@ -26,13 +26,15 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from contract.evaluate import CompiledContract, Evaluation, evaluate_subject
 from contract.inputs import build_input
+from contract.judged import evaluate_judged, requests
 from contract.subject import Subject
 from contract.vocabulary import TURN_ASSISTANT, TURN_USER
+from evaluators.judging import Judging
+from evaluators.model import subject_tenant
 from kernel.errors import Invalid
 from trainer.datasets.manifest import ManifestExample
 from trainer.ml.metrics import RolloutHarness
@@ -50,6 +52,9 @@ class RolloutTarget:
     max_prompt_tokens: int | None = None  # keep the end of longer prompts
     device: str | None = None
     precision: str = "auto"  # of the base's weights (trainer.ml.load.base_dtype)
+    base_sha256: str = ""  # the base's weights digest ("": hashed when the engine needs it)
+    adapter_sha256: str | None = None  # the adapter's artifact digest (None: hashed likewise)
+    base_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,17 +84,6 @@ class AnsweringHarness(Protocol):
 HarnessFactory = Callable[[RolloutTarget], RolloutHarness]
 
 
-def text_harness(target: RolloutTarget) -> RolloutHarness:
-    """Greedy generation with base + adapter: the harness every gate has."""
-    from trainer.ml.metrics import TextRolloutHarness
-
-    return TextRolloutHarness(target.base_dir, target.adapter_dir, target.max_new_tokens,
-                              target.device, max_prompt_tokens=target.max_prompt_tokens)
-
-
-BUILT_IN: Mapping[str, HarnessFactory] = MappingProxyType({"text": text_harness})
-
-
 def pick_harness(harnesses: Mapping[str, HarnessFactory], name: str) -> HarnessFactory:
     """The factory a gate policy names (``rollout_harness = name``).
 
@@ -102,6 +96,9 @@ def pick_harness(harnesses: Mapping[str, HarnessFactory], name: str) -> HarnessF
     return factory
 
 
+Evaluate = Callable[[CompiledContract, Subject], Evaluation]
+
+
 @dataclass(frozen=True)
 class RolloutCase:
     """One held-out prompt to answer and how to judge the answer."""
@@ -109,6 +106,24 @@ class RolloutCase:
     prompt: str
     subject: Subject
     contract: CompiledContract
+    # How the contract judges a subject, where it has judges: their verdicts first
+    # (``judged_by``); None: the rubric alone.
+    evaluate: Evaluate | None = field(default=None, compare=False, repr=False)
+
+
+def judged_by(judging: Judging) -> Evaluate:
+    """A contract with judges judging a subject: each judge's verdict on the generated
+    answer (recorded once, as every verdict: evaluators/judging.py), then the rubric.
+
+    Raises:
+        JudgeUnavailable: a judge cannot answer now (the run fails and says so).
+    """
+    def evaluate(compiled: CompiledContract, subject: Subject) -> Evaluation:
+        subject_input = build_input(subject, compiled.document.harness)
+        asked = requests(compiled, subject_input)
+        verdicts = judging.obtain(asked, subject_tenant(subject)) if asked else {}
+        return evaluate_judged(compiled, subject_input, verdicts)
+    return evaluate
 
 
 def latest(held_out: Sequence[ManifestExample], limit: int) -> list[ManifestExample]:
@@ -144,6 +159,8 @@ def with_response(subject: Subject, response: str | Answer,
 def judge_response(case: RolloutCase, response: str | Answer,
                    replaces: frozenset[str] = frozenset()) -> Evaluation:
     subject = with_response(case.subject, response, replaces)
+    if case.evaluate is not None:
+        return case.evaluate(case.contract, subject)
     return evaluate_subject(case.contract, build_input(subject, case.contract.document.harness))
 
 
@@ -164,6 +181,9 @@ class RolloutMetrics:
     # Where the harness checks answers (``tasks``): each case's verdict and template group.
     passes: tuple[bool, ...] = ()
     groups: tuple[str, ...] = ()
+    # Where the engine's answers came from (``inference.memo.provenance``): how many the
+    # answer memo gave, how many were generated, and the digest of their keys in case order.
+    memo: dict[str, Any] | None = None
 
     @property
     def pass_rate(self) -> float | None:
@@ -190,6 +210,7 @@ def measure(harness: RolloutHarness, cases: Sequence[RolloutCase],
     if not cases:
         raise ValueError("no rollout cases")
     responses = list(texts) if texts is not None else generate(harness, cases)
+    memo = None if texts is not None else _memo_record(harness)
     if isinstance(harness, AnsweringHarness):
         answers: list[str | Answer] = list(harness.respond(cases, responses))
         replaces = harness.replaces
@@ -215,7 +236,14 @@ def measure(harness: RolloutHarness, cases: Sequence[RolloutCase],
         if all(isinstance(a, Answer) and a.passed is not None for a in answers) else (),
         groups=tuple(str(a.group) for a in answers if isinstance(a, Answer))
         if all(isinstance(a, Answer) and a.group is not None for a in answers) else (),
+        memo=memo,
     )
+
+
+def _memo_record(harness: RolloutHarness) -> dict[str, Any] | None:
+    """A harness on the engine says where its last answers came from (``memo_record``)."""
+    record = getattr(harness, "memo_record", None)
+    return record() if callable(record) else None
 
 
 def _error_samples(evaluations: Sequence[Evaluation]) -> tuple[str, ...]:

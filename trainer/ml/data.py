@@ -70,13 +70,14 @@ def canonical_order(examples: Iterable[TrainingExample]) -> list[TrainingExample
 
 
 def example_json(example: Any) -> str:
-    """An example's canonical JSON line; ``messages`` only when present, so examples
-    recorded before messages existed keep their digests."""
+    """An example's canonical JSON line; ``messages`` and ``correction`` only when present,
+    so examples recorded before they existed keep their digests."""
     # The fields as they are: ``asdict``'s deep copy changes nothing JSON prints (no field
     # holds a dataclass) and was most of an audit's cost of rebuilding every example.
     data = {f.name: getattr(example, f.name) for f in fields(example)}
-    if data.get("messages") is None:
-        data.pop("messages", None)
+    for later in ("messages", "correction"):  # (added later: only where there is one)
+        if data.get(later) is None:
+            data.pop(later, None)
     return json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 
@@ -152,13 +153,14 @@ def preference_pairs(
 ) -> list[tuple[TrainingExample, TrainingExample, float]]:
     """(chosen, rejected, pair weight) for the preference objective, in canonical order.
 
-    A pair is two responses to the same prompt with ``r_chosen > r_rejected`` where the
+    A pair is two responses to the same prompt (its text and the messages served,
+    ``prompt_key``) with ``r_chosen > r_rejected`` where the
     chosen one passes ``min_reward`` (a pair never pulls towards a merely "less bad"
     response); its weight is ``(r_chosen - r_rejected) * weight_chosen * weight_rejected``.
     """
-    by_prompt: dict[str, list[TrainingExample]] = {}
-    for ex in canonical_order(examples):
-        by_prompt.setdefault(ex.prompt, []).append(ex)
+    by_prompt: dict[tuple[str, tuple[Message, ...]], list[TrainingExample]] = {}
+    for ex in canonical_order(examples):  # the same words after another conversation differ
+        by_prompt.setdefault(ex.prompt_key(), []).append(ex)
     pairs = []
     for prompt in sorted(by_prompt):
         group = by_prompt[prompt]

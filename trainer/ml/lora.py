@@ -1,7 +1,11 @@
 """Training a LoRA successor adapter from its parent (or a fresh root) on a frozen base.
 
-The objective is reward-weighted SFT, defined in ``trainer.ml.data``, or with
-``objective="dpo"`` the preference loss of ``trainer.ml.preference``. On CPU a run is
+The objective is reward-weighted SFT, defined in ``trainer.ml.data`` (with a KL anchor to
+the base when ``kl_weight`` > 0), or with ``objective="dpo"`` the preference loss of
+``trainer.ml.preference``; ``trainer.ml.plan`` builds the steps. ``init = "base"`` starts
+from a fresh LoRA whatever the parent; ``validation_fraction`` keeps some train prompts
+out and keeps the best of several checkpoints on them (``trainer.ml.checkpoints``). The
+result records the KL from the base on the answers it trained on. On CPU a run is
 bit-for-bit reproducible: fp32, a seeded LoRA initialisation, a seeded batch order, no
 dropout and ``torch.use_deterministic_algorithms`` for the duration of the run.
 """
@@ -19,26 +23,14 @@ from typing import Any
 
 import torch
 
-from trainer.ml.data import (
-    EncodedExamples,
-    TrainingExample,
-    encode_examples,
-    preference_pairs,
-    select_answers,
-    select_weighted,
-)
+from trainer.ml.anchor import kl_from_base
+from trainer.ml.checkpoints import Checkpoints, checkpoint_steps
+from trainer.ml.data import TrainingExample, encode_examples, selected_examples
 from trainer.ml.digest import weights_sha256
 from trainer.ml.hyper import OBJECTIVES, HyperParams
-from trainer.ml.load import (
-    autocast_for,
-    base_dtype,
-    load_base_model,
-    load_tokenizer,
-    resolve_device,
-)
-from trainer.ml.objective import batch_schedule, sliced_weighted_nll
+from trainer.ml.load import base_dtype, load_base_model, load_tokenizer, resolve_device
+from trainer.ml.plan import Plan, build_plan
 from trainer.ml.portable import make_portable
-from trainer.ml.preference import dpo_batches, dpo_step_loss
 
 __all__ = ["OBJECTIVES", "HyperParams", "TrainResult", "prepare_trainable_model", "train_successor"]
 
@@ -62,6 +54,10 @@ class TrainResult:
     losses: tuple[float, ...] = field(repr=False)
     objective: str = "sft"
     pairs_used: int = 0  # preference pairs (dpo only)
+    init: str = "parent"  # where training started: the parent's adapter, or a fresh one
+    # mean per-token KL between the successor and the base on its training answers
+    kl_from_base: dict[str, Any] = field(default_factory=dict)
+    checkpoint: dict[str, Any] = field(default_factory=dict)  # the validation split's choice
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready figures for a training-run event (the full curve left out)."""
@@ -99,7 +95,9 @@ def prepare_trainable_model(
     """The base with a trainable LoRA: the parent's weights, or a fresh seeded one.
 
     A successor inherits its parent's LoRA shape (rank, alpha, target modules); the
-    corresponding fields of ``hyper`` apply to roots only. Call inside ``_reproducible``.
+    corresponding fields of ``hyper`` apply to roots, and to every run with ``init =
+    "base"``, which starts from a fresh LoRA whatever the parent. Call inside
+    ``_reproducible``.
     """
     from peft import LoraConfig, PeftModel, get_peft_model
 
@@ -108,16 +106,35 @@ def prepare_trainable_model(
     # third of each step; sdpa stays the serving choice.
     eager = device.type == "cpu" and dtype == torch.bfloat16
     base = load_base_model(base_dir, device, hyper.precision, "eager" if eager else None)
-    if parent_adapter_dir is not None:
-        return PeftModel.from_pretrained(base, str(parent_adapter_dir), is_trainable=True)
-    config = LoraConfig(
-        r=hyper.rank,
-        lora_alpha=hyper.alpha,
-        target_modules=list(hyper.target_modules),
-        lora_dropout=0.0,  # dropout would need its own RNG stream and breaks reproducibility
-        task_type="CAUSAL_LM",
-    )
-    return get_peft_model(base, config)
+    if parent_adapter_dir is not None and hyper.init == "parent":
+        model = PeftModel.from_pretrained(base, str(parent_adapter_dir), is_trainable=True)
+    else:
+        model = get_peft_model(base, LoraConfig(
+            r=hyper.rank,
+            lora_alpha=hyper.alpha,
+            target_modules=list(hyper.target_modules),
+            lora_dropout=0.0,  # dropout would need its own RNG stream and breaks reproducibility
+            task_type="CAUSAL_LM",
+        ))
+    recompute_activations(base)
+    return model
+
+
+def recompute_activations(model: Any) -> None:
+    """Each decoder layer's activations recomputed in the backward pass, not kept.
+
+    A step on a batch of 8 answers of ~450 tokens otherwise keeps every layer's
+    activations, the eager attention's ``[batch, heads, L, L]`` scores among them (twice:
+    the fp32 softmax and its bf16 copy): SmolLM2-135M peaked at 9.4 GB resident in one
+    CPU training run, 4.3 GB with this. The recomputation is the same operations on the
+    same inputs, so losses, gradients and adapters keep their bits
+    (``tests/unit/trainer/test_activation_memory.py``); the cost is one more forward pass
+    of each layer per step. Only in training: without gradients (evaluation, the KL)
+    the layers run as before."""
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is None:  # the library's older name
+        enable = model.gradient_checkpointing_enable
+    enable({"use_reentrant": False})
 
 
 def _save_adapter(model: Any, out_dir: Path, base_dir: str | Path) -> None:
@@ -174,8 +191,13 @@ def train_successor(
     tokenizer = load_tokenizer(base_model_dir)
     with _reproducible(hyper.seed, dev):
         model = prepare_trainable_model(base_model_dir, parent_adapter_dir, hyper, dev)
-        plan = _plan(model, tokenizer, examples, hyper, dev)
-        losses, seconds = _optimise(model, plan, hyper, dev, on_step)
+        plan = build_plan(model, tokenizer, examples, hyper, dev)
+        checkpoints = (Checkpoints(plan.validate, checkpoint_steps(len(plan.batches), hyper.checkpoints))
+                       if plan.validate is not None else None)
+        losses, seconds = _optimise(model, plan, hyper, dev, on_step, checkpoints)
+        if checkpoints is not None:
+            checkpoints.restore(model)
+        kl = _kl_from_base(model, tokenizer, examples, hyper, dev)
     out.mkdir(parents=True, exist_ok=True)
     _save_adapter(model, out, base_model_dir)
     return TrainResult(
@@ -183,56 +205,27 @@ def train_successor(
         tokens_per_s=plan.tokens / seconds if seconds > 0 else 0.0, train_seconds=seconds,
         examples_used=plan.examples_used, examples_dropped=len(examples) - plan.examples_used,
         device=str(dev), losses=tuple(losses), objective=hyper.objective,
-        pairs_used=plan.pairs_used, **_loss_summary(losses),
+        pairs_used=plan.pairs_used, init=hyper.init, kl_from_base=kl,
+        checkpoint=checkpoints.summary(plan.validation_prompts) if checkpoints else {},
+        **_loss_summary(losses),
     )
 
 
-@dataclass(frozen=True)
-class _Plan:
-    name: str
-    batches: list[Any]  # one CPU-side batch per step
-    loss: Callable[[Any, Any], torch.Tensor]  # (model, batch) -> loss on the device
-    tokens: int
-    examples_used: int
-    pairs_used: int = 0
-
-
-def _plan(
-    model: Any, tokenizer: Any, examples: Sequence[TrainingExample], hyper: HyperParams,
-    device: torch.device,
-) -> _Plan:
-    chosen = select_answers(examples, hyper.selection, hyper.keep_per_prompt, hyper.min_reward)
-    dtype = base_dtype(device, hyper.precision)
-    if hyper.objective == "dpo":
-        steps = hyper.steps_for(len(preference_pairs(chosen, hyper.min_reward)))
-        batches, pairs, used = dpo_batches(
-            model, tokenizer, chosen, hyper.min_reward, hyper.max_len, hyper.batch_size,
-            steps, hyper.seed, device,
-        )
-        return _Plan("dpo", batches, lambda m, b: dpo_step_loss(m, b, device, hyper.dpo_beta),
-                     sum(b.tokens for b in batches), used, pairs)
-    selected = select_weighted(chosen, hyper.min_reward)
-    if not selected:
-        raise ValueError(f"no example has reward >= min_reward ({hyper.min_reward})")
-    data = encode_examples(
-        tokenizer, [ex for ex, _ in selected], hyper.max_len, [w for _, w in selected]
-    )
-    steps = hyper.steps_for(len(data))
-    sft = [data.select(i) for i in batch_schedule(len(data), hyper.batch_size, steps, hyper.seed)]
-    return _Plan("reward_weighted_sft", sft, lambda m, b: _sft_loss(m, b, device, dtype),
-                 sum(int(b.attention_mask.sum()) for b in sft), len(selected))
-
-
-def _sft_loss(model: Any, cpu_batch: EncodedExamples, device: torch.device,
-              dtype: torch.dtype) -> torch.Tensor:
-    batch = cpu_batch.to(device)
-    with autocast_for(device, dtype):
-        return sliced_weighted_nll(model, batch.input_ids, batch.attention_mask, batch.labels,
-                                   batch.weights)
+def _kl_from_base(model: Any, tokenizer: Any, examples: Sequence[TrainingExample],
+                  hyper: HyperParams, device: torch.device) -> dict[str, Any]:
+    """The KL between the trained model and the base on the answers the run selected (the
+    new task's prompts, as RL's Razor measures it)."""
+    chosen = selected_examples(examples, hyper.selection, hyper.keep_per_prompt,
+                               hyper.min_reward, hyper.objective)
+    if not chosen:
+        return {}
+    data = encode_examples(tokenizer, chosen, hyper.max_len)
+    return kl_from_base(model, data, device, base_dtype(device, hyper.precision), hyper.batch_size)
 
 
 def _optimise(
-    model: Any, plan: _Plan, hyper: HyperParams, device: torch.device, on_step: OnStep | None
+    model: Any, plan: Plan, hyper: HyperParams, device: torch.device, on_step: OnStep | None,
+    checkpoints: Checkpoints | None = None,
 ) -> tuple[list[float], float]:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
@@ -252,6 +245,8 @@ def _optimise(
         step_losses.append(loss.detach())
         if on_step is not None:  # .item() waits for the GPU, so only when someone listens
             on_step(step, len(plan.batches), float(loss.item()))
+        if checkpoints is not None:
+            checkpoints.at(model, step)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - started

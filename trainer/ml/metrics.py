@@ -1,4 +1,5 @@
-"""What the gate measures: the offline held-out metric and greedy rollouts (torch when called).
+"""What the gate measures: the offline held-out metric (torch when called), and the shape
+of a rollout harness (greedy answers; ``inference.rollouts`` has the text one).
 
 Held-out metric. For each example ``i`` let ``l_i`` be the mean log-probability per
 response token of its response given its prompt (base + adapter). A *pair* ``(i, j)`` is
@@ -14,14 +15,14 @@ the same set. A positive margin means the model prefers what the contract reward
 example ``weight`` field is not used here. Per-criterion margins use the same
 likelihoods with that criterion's scores as ``r``. Sums are computed in O(n log n).
 
-Only ``heldout_metric`` and ``TextRolloutHarness`` need torch, imported when called; the
-decision made on these figures is ``trainer.gate.decision``'s.
+Only ``heldout_metric`` needs torch, imported when called; the decision made on these
+figures is ``trainer.gate.decision``'s.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -69,10 +70,11 @@ def _pair_sums(rewards: Sequence[float], logliks: Sequence[float]) -> tuple[floa
 
 
 def loglik_margin(
-    prompts: Sequence[str], rewards: Sequence[float], logliks: Sequence[float]
+    prompts: Sequence[Hashable], rewards: Sequence[float], logliks: Sequence[float]
 ) -> tuple[float, int, str]:
-    """(margin, number of pairs, pairing) as defined in the module docstring."""
-    by_prompt: dict[str, list[int]] = {}
+    """(margin, number of pairs, pairing) as defined in the module docstring; ``prompts``
+    says which examples answer the same prompt (any key: text, or text and messages)."""
+    by_prompt: dict[Hashable, list[int]] = {}
     for i, prompt in enumerate(prompts):
         by_prompt.setdefault(prompt, []).append(i)
     num = den = 0.0
@@ -108,7 +110,7 @@ def heldout_metric(
         raise ValueError("the held-out set is empty")
     serving = load_adapter_for_serving(base_dir, adapter_dir, device)
     logliks = response_logliks(serving, examples, max_len)
-    prompts = [ex.prompt for ex in examples]
+    prompts = [ex.prompt_key() for ex in examples]  # the same words after another conversation differ
     margin, n_pairs, pairing = loglik_margin(prompts, [ex.reward for ex in examples], logliks)
     per_criterion = {
         name: loglik_margin(prompts, scores, logliks)[0]
@@ -119,50 +121,3 @@ def heldout_metric(
         mean_loglik=sum(logliks) / len(logliks), heldout_sha256=examples_sha256(examples),
         per_criterion=per_criterion,
     )
-
-
-class TextRolloutHarness:
-    """Greedy generation with base + adapter; the model is loaded on first use.
-
-    A prompt longer than ``max_prompt_tokens`` (or than the model's context less the new
-    tokens) loses tokens from its start, as in training: its end is what is answered.
-    """
-
-    def __init__(
-        self, base_dir: str | Path, adapter_dir: str | Path | None,
-        max_new_tokens: int = 32, device: Any = None, max_prompt_tokens: int | None = None,
-    ) -> None:
-        self.base_dir, self.adapter_dir = base_dir, adapter_dir
-        self.max_new_tokens, self.device = max_new_tokens, device
-        self.max_prompt_tokens = max_prompt_tokens
-        self._serving: Any = None
-
-    def _prompt_room(self, model: Any) -> int | None:
-        context = getattr(model.config, "max_position_embeddings", None)
-        limits = [n for n in (self.max_prompt_tokens,
-                              context - self.max_new_tokens if context else None) if n]
-        return max(1, min(limits)) if limits else None
-
-    def generate(self, prompts: Sequence[str]) -> list[str]:
-        import torch
-
-        from trainer.ml.load import load_adapter_for_serving
-
-        if self._serving is None:
-            self._serving = load_adapter_for_serving(self.base_dir, self.adapter_dir, self.device)
-        model, tok, dev = self._serving.model, self._serving.tokenizer, self._serving.device
-        bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
-        room = self._prompt_room(model)
-        outputs = []
-        with torch.inference_mode():
-            for prompt in prompts:  # one at a time: no padding side to get wrong
-                ids = bos + list(tok(prompt, add_special_tokens=False)["input_ids"])
-                ids = ids[-room:] if room else ids
-                input_ids = torch.tensor([ids], device=dev)
-                generated = model.generate(
-                    input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
-                    max_new_tokens=self.max_new_tokens, do_sample=False,
-                    pad_token_id=tok.pad_token_id,
-                )
-                outputs.append(tok.decode(generated[0, len(ids):], skip_special_tokens=True))
-        return outputs

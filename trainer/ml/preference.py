@@ -5,6 +5,11 @@ For a pair (chosen ``c``, rejected ``r``, weight ``w``) from ``data.preference_p
 
     -log sigmoid(beta * ((s_pi(c) - s_ref(c)) - (s_pi(r) - s_ref(r))))
 
+With ``nll_weight`` > 0 the loss adds that weight times the mean per-token NLL of the
+chosen responses (DPO + NLL, as iterative RPO trains: DPO alone can lower the likelihood
+of the chosen answers while it widens the margin, which a small model pays for in what it
+generates).
+
 The reference policy is the adapter training starts from (the parent, or for a root the
 bare base, since a fresh LoRA starts as the identity). Its log-probs are computed once,
 before the first step, under ``no_grad`` in eval mode, so no second model is held; at the
@@ -20,9 +25,15 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from trainer.ml.data import EncodedExamples, TrainingExample, encode_examples, preference_pairs
+from trainer.ml.data import (
+    IGNORE_INDEX,
+    EncodedExamples,
+    TrainingExample,
+    encode_examples,
+    preference_pairs,
+)
 from trainer.ml.load import autocast_for
-from trainer.ml.objective import batch_schedule, response_token_nll
+from trainer.ml.objective import batch_schedule, next_token_labels, response_token_nll
 
 
 @dataclass(frozen=True)
@@ -87,10 +98,15 @@ def dpo_batches(
     return batches, len(pairs), used
 
 
-def dpo_step_loss(model: Any, batch: PairBatch, device: torch.device, beta: float) -> torch.Tensor:
+def dpo_step_loss(model: Any, batch: PairBatch, device: torch.device, beta: float,
+                  nll_weight: float = 0.0) -> torch.Tensor:
     chosen, rejected = batch.chosen.to(device), batch.rejected.to(device)
     with autocast_for(device, model.dtype):
         policy_chosen = sequence_logps(model, chosen)
         policy_rejected = sequence_logps(model, rejected)
-    return dpo_loss(policy_chosen, policy_rejected, batch.ref_chosen.to(device),
+    loss = dpo_loss(policy_chosen, policy_rejected, batch.ref_chosen.to(device),
                     batch.ref_rejected.to(device), chosen.weights, beta)
+    if nll_weight <= 0:
+        return loss
+    tokens = (next_token_labels(chosen.labels) != IGNORE_INDEX).sum().clamp_min(1)
+    return loss + nll_weight * -policy_chosen.sum() / tokens

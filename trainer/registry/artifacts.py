@@ -91,6 +91,15 @@ class ArtifactStore(ABC):
     def exists(self, sha256: str) -> bool:
         """Whether an artifact is stored under ``sha256`` (not verified)."""
 
+    @abstractmethod
+    def location(self, sha256: str) -> Path:
+        """Where the artifact's files are, not verified (``open_dir`` verifies); a caller
+        that verifies once and remembers it (downloads) reads them there.
+
+        Raises:
+            ArtifactNotFound: nothing is stored under ``sha256``.
+        """
+
 
 def _check_address(sha256: str) -> str:
     # Addresses become path components: anything but 64 lowercase hex digits is refused.
@@ -166,10 +175,14 @@ class LocalArtifactStore(ArtifactStore):
         return ArtifactRef(sha256=sha, uri=final.resolve().as_uri(),
                            size=sum(size for _, _, size in entries))
 
-    def open_dir(self, sha256: str) -> Path:
+    def location(self, sha256: str) -> Path:
         path = self._path(_check_address(sha256))
         if not path.is_dir():
             raise ArtifactNotFound(sha256)
+        return path
+
+    def open_dir(self, sha256: str) -> Path:
+        path = self.location(sha256)
         actual = dir_sha256(path)
         if actual != sha256:
             raise ArtifactCorrupted(f"artifact {sha256} now hashes to {actual}")

@@ -20,10 +20,11 @@ from typing import Any
 from kernel.errors import Invalid
 from trainer.datasets.manifest import HELD_OUT, TRAIN, Manifest
 from trainer.datasets.manifests import Manifests
+from trainer.datasets.traffic import training_examples
 from trainer.gate.heldout import Gate, GateInputs
 from trainer.gate.policy import GatePolicy
+from trainer.gate.verdict import GateRecord
 from trainer.ml.data import TrainingExample
-from trainer.ml.digest import weights_sha256
 from trainer.ml.portable import make_portable
 from trainer.registry.artifacts import ArtifactStore, dir_sha256
 from trainer.registry.model import CANDIDATE, PROMOTED, REJECTED, AdapterStatus, NewAdapter
@@ -56,6 +57,7 @@ class Trained:
     max_len: int  # the prompt+response length it trained with (the gate scores alike)
 
 
+VerifyBase = Callable[[str, str, str], Path]
 # (base dir, parent adapter dir or None, examples, hyper-parameters, out dir, device, on_step)
 TrainAdapter = Callable[[str, Path | None, Sequence[TrainingExample], dict[str, Any], Path,
                          str | None, OnStep], Trained]
@@ -65,11 +67,13 @@ def train_lora(base_dir: str, parent_dir: Path | None, examples: Sequence[Traini
                hyper: dict[str, Any], out_dir: Path, device: str | None, on_step: OnStep) -> Trained:
     """The real thing: a LoRA successor with torch and peft (``trainer.ml.lora``)."""
     from trainer.ml.lora import HyperParams, train_successor
+    from trainer.ml.memory import release_freed
 
     fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in hyper.items()}
     params = HyperParams(**fields)
     result = train_successor(base_dir, parent_dir, list(examples), params, out_dir,
                              device=device, on_step=on_step)
+    release_freed()  # the trained model is gone: before the gate generates
     summary = {k: v for k, v in result.summary().items() if k != "adapter_dir"}
     return Trained(summary, list(result.losses), params.max_len)
 
@@ -82,6 +86,9 @@ class RunnerDeps:
     manifests: Manifests
     gate: Gate
     registration: Registration
+    # (name, path, weights digest) -> the verified directory, or raises: the one check every
+    # base model load goes through (``inference.verify``, given by the composition root)
+    verify_base: VerifyBase
     train: TrainAdapter = train_lora
 
 
@@ -110,14 +117,13 @@ def run_training(deps: RunnerDeps, run_id: str, worker: str,
 def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: Lease,
                         config: RunnerConfig) -> str:
     base = deps.registry.base_model(run.base_model)
-    if weights_sha256(base.path) != base.weights_sha256:
-        raise Invalid(f"base model '{base.name}' at {base.path} no longer has the registered weights")
+    deps.verify_base(base.name, base.path, base.weights_sha256)  # refuses other weights
     parent_dir, parent_sha = _parent(deps, run)
     manifest = deps.manifests.rebuild(run.manifest_id)
     leaks = deps.manifests.leaks(run.manifest_id, run.parent_adapter_id, f"run {run.run_id[:8]}")
     if leaks:  # a gate that trained on its held-out set proves nothing
         raise Invalid("held-out leak: " + "; ".join(leak.text() for leak in leaks))
-    train = [ex.training_example() for ex in manifest.split_examples(TRAIN)]
+    train = [ex for _, ex in training_examples(manifest.split_examples(TRAIN), run.hyper)]
     if not train:
         raise Invalid(f"manifest {run.manifest_id} has no train-split example")
     policy, held_out = GatePolicy.model_validate(run.gate), manifest.split_examples(HELD_OUT)
@@ -127,16 +133,18 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         trained = deps.train(base.path, parent_dir, train, run.hyper, out, config.device,
                              lease.progress)
         make_portable(out, base.name, base.weights_sha256)  # the base by its registry name
-        _refuse_duplicate(deps, run, manifest, dir_sha256(out))  # before the gate's time is spent
+        address = dir_sha256(out)
+        _refuse_duplicate(deps, run, manifest, address)  # before the gate's time is spent
         parent = deps.registry.adapter(run.parent_adapter_id) if run.parent_adapter_id else None
         gate = deps.gate.judge(GateInputs(
             base.path, out, parent_dir, held_out, trained.max_len, config.device, cases,
             precision=str(run.hyper.get("precision", "auto")),
-            parent_gate=parent.metrics.get("gate") if parent else None,
+            parent_gate=GateRecord.of(parent.metrics.get("gate")) if parent else None,
             parent_ref=f"{parent.specialist}@{parent.version}" if parent else None,
-            specialist=run.specialist), policy)
+            specialist=run.specialist, base_sha256=base.weights_sha256, base_name=base.name,
+            successor_sha256=address, parent_sha256=parent_sha), policy)
         ref = deps.artifacts.put_dir(out)
-    status: AdapterStatus = (REJECTED if not gate["promote"]
+    status: AdapterStatus = (REJECTED if not gate.promote
                              else PROMOTED if policy.auto_promote else CANDIDATE)
     metrics = _metrics(run, manifest, trained, gate, parent_sha, ref.size)
     new = NewAdapter(
@@ -145,7 +153,7 @@ def _train_and_register(deps: RunnerDeps, run: TrainingRun, worker: str, lease: 
         hyper=run.hyper, metrics=metrics, artifact_sha256=ref.sha256, artifact_uri=ref.uri,
         contract_versions=tuple((c["name"], c["version"]) for c in manifest.contract_versions),
         status=status)
-    return deps.registration.register(run, worker, new, str(gate["reason"]),
+    return deps.registration.register(run, worker, new, gate.reason,
                                       selection_of(manifest, run.hyper)).adapter_id
 
 
@@ -171,13 +179,16 @@ def _parent(deps: RunnerDeps, run: TrainingRun) -> tuple[Path | None, str | None
     return deps.artifacts.open_dir(parent.artifact_sha256), parent.artifact_sha256
 
 
-def _metrics(run: TrainingRun, manifest: Manifest, trained: Trained, gate: dict[str, Any],
+def _metrics(run: TrainingRun, manifest: Manifest, trained: Trained, gate: GateRecord,
              parent_sha: str | None, artifact_size: int) -> dict[str, Any]:
     return _finite({
         "training": trained.summary,
         "loss_curve": _downsample(trained.losses, LOSS_CURVE_POINTS),
-        "gate": gate,
-        "initialised_from": {"adapter_id": run.parent_adapter_id, "artifact_sha256": parent_sha},
+        "gate": gate.to_json(),
+        # a fresh LoRA on the base (init = "base", ReST-EM) starts from no adapter at all
+        "initialised_from": ({"adapter_id": run.parent_adapter_id, "artifact_sha256": parent_sha}
+                             if run.hyper.get("init", "parent") == "parent"
+                             else {"adapter_id": None, "artifact_sha256": None, "init": "base"}),
         "dataset": {"manifest_id": run.manifest_id, "content_hash": manifest.content_hash,
                     "examples_sha256": manifest.examples_sha256, **manifest.split},
         "artifact_size": artifact_size,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainer.datasets.manifest import TRAIN, Manifest
+from trainer.datasets.traffic import training_examples
 from trainer.ml.data import examples_sha256, selected_examples
 from trainer.ml.hyper import HyperParams
 
@@ -30,7 +31,7 @@ class Selection:
 
 def selection_of(manifest: Manifest, hyper: Mapping[str, Any]) -> Selection:
     """The train-split examples ``hyper`` selects from ``manifest``."""
-    pairs = [(ex.reward_id, ex.training_example()) for ex in manifest.split_examples(TRAIN)]
+    pairs = training_examples(manifest.split_examples(TRAIN), hyper)
     reward_of = {id(example): reward_id for reward_id, example in pairs}
     chosen = selected_examples(
         [example for _, example in pairs], str(hyper.get("selection", HyperParams.selection)),

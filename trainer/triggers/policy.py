@@ -65,7 +65,8 @@ def resolve(rule: TriggerPolicy, source: str = "api", contract: str | None = Non
         rollout_max_new_tokens=rule.rollout_max_new_tokens, rollout_prompts=rule.rollout_prompts,
         test=rule.gate_test, confidence=rule.gate_confidence, resamples=rule.gate_resamples,
         seed=rule.gate_seed, offline_beside=rule.gate_offline,
-        probe_tasks=probe_tasks(rule), probe_margin=rule.gate_probe_margin)
+        probe_tasks=probe_tasks(rule), probe_margin=rule.gate_probe_margin,
+        probe_power=rule.gate_probe_power)
     return Policy(rule, source, contract or rule.contract, rule.base_model or base_model, gate)
 
 

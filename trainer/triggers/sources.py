@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from contract.document import ContractDocument, ContractInvalid, parse_contract
 from contract.policy import TriggerPolicy
-from contract.versions import ContractVersions
+from contract.versions import ContractVersion, ContractVersions
 from events.store import EventStore
 from kernel.errors import Conflict
 from trainer.journal import lock_registry, specialist_stream, write
@@ -72,12 +72,28 @@ class Policies:
         configured, author = _latest_row(conn, specialist)
         if configured is not None:
             return replace(resolve(stored_rule(configured), "api"), author=author)
-        for version in self.contracts.latest_published_each(conn):
-            parsed = _parsed(version.name, version.version, version.content_hash, version.document)
-            policy = policy_from_contract(parsed, specialist, version.ref) if parsed else None
-            if policy is not None:
-                return replace(policy, author=version.published_by or version.created_by)
-        return NO_POLICY
+        return _from_contracts(self.contracts.latest_published_each(conn), specialist)
+
+    def effective_if_published(self, specialist: str, draft: ContractVersion) -> Policy:
+        """The policy that would be in force for ``specialist`` were ``draft`` published
+        (what `hcp contract publish` says before it publishes)."""
+        with self.engine.connect() as conn:
+            require_specialist_in(conn, specialist)
+            configured, author = _latest_row(conn, specialist)
+            if configured is not None:
+                return replace(resolve(stored_rule(configured), "api"), author=author)
+            latest = [v for v in self.contracts.latest_published_each(conn) if v.name != draft.name]
+        return _from_contracts(sorted([*latest, draft], key=lambda v: v.name), specialist)
+
+
+def _from_contracts(latest_each: list[ContractVersion], specialist: str) -> Policy:
+    """Of the latest published version of each contract, by name, the first one's policy."""
+    for version in latest_each:
+        parsed = _parsed(version.name, version.version, version.content_hash, version.document)
+        policy = policy_from_contract(parsed, specialist, version.ref) if parsed else None
+        if policy is not None:
+            return replace(policy, author=version.published_by or version.created_by)
+    return NO_POLICY
 
 
 def _latest_config(conn: Connection, specialist: str) -> dict[str, Any] | None:

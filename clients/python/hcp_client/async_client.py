@@ -105,5 +105,8 @@ class AsyncClient:
                                 tenant: str | None = None, description: str = "") -> m.WebhookOut:
         return await self.do(calls.subscribe(url, event_types, secret, tenant, description))
 
+    async def unsubscribe_webhook(self, subscription_id: str) -> m.WebhookOut:
+        return await self.do(calls.unsubscribe(subscription_id))
+
     async def webhook_deliveries(self, subscription_id: str, limit: int = 100) -> list[m.DeliveryOut]:
         return (await self.do(calls.webhook_deliveries(subscription_id, limit))).deliveries

@@ -147,6 +147,10 @@ def webhooks() -> Call:
     return Call("GET", "/v1/webhooks", m.WebhookList)
 
 
+def unsubscribe(subscription_id: str) -> Call:
+    return Call("DELETE", f"/v1/webhooks/{q(subscription_id)}", m.WebhookOut)
+
+
 def webhook_deliveries(subscription_id: str, limit: int = 100) -> Call:
     return Call("GET", f"/v1/webhooks/{q(subscription_id)}/deliveries", m.DeliveryPage,
                 {"limit": limit})

@@ -152,6 +152,10 @@ class Client:
                           tenant: str | None = None, description: str = "") -> m.WebhookOut:
         return self.do(calls.subscribe(url, event_types, secret, tenant, description))
 
+    def unsubscribe_webhook(self, subscription_id: str) -> m.WebhookOut:
+        """Stop deliveries to a subscription (it stays listed, deleted)."""
+        return self.do(calls.unsubscribe(subscription_id))
+
     def webhooks(self) -> list[m.WebhookOut]:
         return self.do(calls.webhooks()).webhooks
 

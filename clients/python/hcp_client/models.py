@@ -89,7 +89,7 @@ class ArtifactOut(ApiModel):
 
 class ArtifactsBaseModelOut(ApiModel):
     name: str
-    path: str
+    path: str | None
     weights_sha256: str
 
 
@@ -102,6 +102,10 @@ class AsOfOut(ApiModel):
 class AuditJobIn(ApiModel):
     scope: str | None = None
     adapter_id: str | None = None
+    since_checkpoint: bool | None = None
+    sample: int | None = None
+    sample_manifests: int | None = None
+    seed: str | None = None
 
 
 class AuditJobOut(ApiModel):
@@ -121,6 +125,7 @@ class AuditReportOut(ApiModel):
     finished_at: str | None
     mismatch_count: int
     checks: list[CheckOut]
+    coverage: dict[str, Any] | None = None
 
 
 class BaseFileOut(ApiModel):
@@ -150,7 +155,7 @@ class BaseModelRef(ApiModel):
 
 class BaseModelRefOut(ApiModel):
     name: str
-    path: str
+    path: str | None
     weights_sha256: str
 
 
@@ -197,6 +202,10 @@ class ChatRequest(ApiModel):
     n: int | None = None
     tools: list[ToolSpec] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
     user: str | None = None
     hcp: HcpExtension | None = None
 
@@ -583,6 +592,7 @@ class GatePolicy(ApiModel):
     offline_beside: bool | None = None
     probe_tasks: int | None = None
     probe_margin: float | None = None
+    probe_power: float | None = None
 
 
 class HarnessConfigOut(ApiModel):
@@ -631,6 +641,13 @@ class InclusionOut(ApiModel):
     proof: list[str]
 
 
+class JsonSchemaFormat(ApiModel):
+    name: str | None = None
+    description: str | None = None
+    schema_: dict[str, Any] | None = Field(None, alias='schema')
+    strict: bool | None = None
+
+
 class JsonSchemaOut(ApiModel):
     """A JSON Schema (draft 2020-12) document."""
     field__schema: str = Field(alias='$schema')
@@ -638,6 +655,18 @@ class JsonSchemaOut(ApiModel):
     type: str
     properties: dict[str, Any]
     field__defs: dict[str, Any] | None = Field(None, alias='$defs')
+
+
+class JudgementOut(ApiModel):
+    judge: str
+    model: str
+    prompt_hash: str
+    seed: int
+    verdict: str
+    verdict_event: str | None
+    score: float | None
+    scores: list[float] | None = None
+    error: str | None
 
 
 class KeyOut(ApiModel):
@@ -671,7 +700,7 @@ class LineageOut(ApiModel):
 
 class LinkArtifactOut(ApiModel):
     sha256: str
-    uri: str
+    uri: str | None
     verified: bool
     note: str | None
 
@@ -773,6 +802,14 @@ class MismatchOut(ApiModel):
 class ModelListOut(ApiModel):
     object: str
     data: list[dict[str, Any]]
+
+
+class ModelOut(ApiModel):
+    id: str
+    object: str
+    created: int
+    owned_by: str
+    hcp: dict[str, Any]
 
 
 class MoveRequestOut(ApiModel):
@@ -940,7 +977,7 @@ class RegistryAdapterOut(ApiModel):
     hyper: dict[str, Any]
     metrics: dict[str, Any]
     artifact_sha256: str
-    artifact_uri: str
+    artifact_uri: str | None
     registered_status: str
     status: str
     registered_by: str
@@ -950,7 +987,7 @@ class RegistryAdapterOut(ApiModel):
 
 class RegistryBaseModelOut(ApiModel):
     name: str
-    path: str
+    path: str | None
     weights_sha256: str
     config: dict[str, Any]
     registered_by: str
@@ -997,7 +1034,7 @@ class ResolvedOut(ApiModel):
     adapter_id: str
     version: int
     artifact_sha256: str
-    artifact_uri: str
+    artifact_uri: str | None
     base_model: BaseModelRefOut
     moved_at: str
 
@@ -1006,6 +1043,11 @@ class ResolvedPolicyOut(ApiModel):
     contract: str | None
     base_model: str | None
     gate: GatePolicy
+
+
+class ResponseFormat(ApiModel):
+    type: str
+    json_schema: JsonSchemaFormat | None = None
 
 
 class RetireIn(ApiModel):
@@ -1050,6 +1092,7 @@ class RewardOut(ApiModel):
     created_at: str
     prev_hash: str | None
     hash: str | None
+    judgements: list[JudgementOut] | None = None
 
 
 class RewardPageOut(ApiModel):
@@ -1264,6 +1307,7 @@ class TriggerPolicy(ApiModel):
     gate_offline: bool | None = None
     gate_probes: int | None = None
     gate_probe_margin: float | None = None
+    gate_probe_power: float | None = None
 
 
 class TriggerPolicyOut(ApiModel):
@@ -1463,7 +1507,9 @@ HcpExtension.model_rebuild()
 HealthOut.model_rebuild()
 HistoryEntryOut.model_rebuild()
 InclusionOut.model_rebuild()
+JsonSchemaFormat.model_rebuild()
 JsonSchemaOut.model_rebuild()
+JudgementOut.model_rebuild()
 KeyOut.model_rebuild()
 LineageLinkOut.model_rebuild()
 LineageOut.model_rebuild()
@@ -1479,6 +1525,7 @@ Message.model_rebuild()
 MetadataIn.model_rebuild()
 MismatchOut.model_rebuild()
 ModelListOut.model_rebuild()
+ModelOut.model_rebuild()
 MoveRequestOut.model_rebuild()
 PolicyOut.model_rebuild()
 PolicyStateOut.model_rebuild()
@@ -1505,6 +1552,7 @@ ReportOut.model_rebuild()
 RequestIn.model_rebuild()
 ResolvedOut.model_rebuild()
 ResolvedPolicyOut.model_rebuild()
+ResponseFormat.model_rebuild()
 RetireIn.model_rebuild()
 RetryIn.model_rebuild()
 RewardContractOut.model_rebuild()

@@ -125,3 +125,25 @@ def test_a_protected_alias_moves_only_right_after_another_actors_approval() -> N
     assert "no alias.move_approved" in unapproved["alias move at position 6"]
     assert "approved their own request" in unapproved["alias move at position 9"]
     assert "asked for s@5" in unapproved["alias move at position 12"]
+
+
+def test_a_judged_reward_must_rest_on_the_verdict_the_log_holds() -> None:
+    payload = {"model": "sha256:m", "prompt_hash": "p", "seed": 0, "verdict": "7", "max_tokens": 4,
+               "served_by": "http"}
+    [verdict] = log_of(("judge:acme", "judge.verdict", payload, "system:judge"))
+    judgement = {"judge": "q", "model": "sha256:m", "prompt_hash": "p", "seed": 0, "verdict": "7",
+                 "verdict_event": str(verdict.event_id), "score": 0.6, "scores": None, "error": None}
+    judged = replace(record(1, GENESIS_HASH), judgements=(judgement,))
+    events = {str(verdict.event_id): verdict}
+    def lookup(ids: set[str]) -> dict[str, RecordedEvent]:
+        return {i: events[i] for i in ids if i in events}
+
+    ok = Findings("reward_records", "reward_records", "verdicts")
+    rewards.check_judgements(ok, [judged, record(2, "x")], lookup)
+    assert ok.ok
+    bad = Findings("reward_records", "reward_records", "verdicts")
+    altered = replace(judged, judgements=({**judgement, "verdict": "10"},))
+    gone = replace(judged, judgements=({**judgement, "verdict_event": str(uuid.uuid4())},))
+    rewards.check_judgements(bad, [altered, gone], lookup)
+    assert len(bad.mismatches) == 2
+    assert "not the one" in str(bad.mismatches[0]) and "not in the log" in str(bad.mismatches[1])

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from console.render import templates
 from console.views.charts import bar_chart
-from console.views.specialists import serving_contracts
+from console.views.specialists import serving_contracts, serving_of
 
 
 def dry_run_result(report_extra: dict) -> dict:
@@ -42,3 +42,11 @@ def test_serving_contract_versions_show_where_the_server_records_them():
     serving = SimpleNamespace(current=lambda name, at=None: {"coding": SimpleNamespace(ref=f"{name}@2")})
     found = serving_contracts(SimpleNamespace(contracts=contracts, serving=serving))
     assert found == {"coding": ["default@2"]}
+
+
+def test_the_version_this_server_serves_under_is_told_from_the_others() -> None:
+    serving = {"coding": ["default@1", "harness@2", "other@3"]}
+    assert serving_of(serving, "coding", "harness") == {
+        "used": "harness", "here": "harness@2", "others": ["default@1", "other@3"]}
+    assert serving_of(serving, "genui", "harness") == {"used": "harness", "here": None, "others": []}
+    assert serving_of(None, "coding", "harness") is None

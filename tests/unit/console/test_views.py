@@ -41,6 +41,21 @@ def test_a_gate_record_today_and_with_a_statistical_gates_fields():
     assert interval_text([0.1, 0.2]) == "[0.1000, 0.2000]" and gate_view(None) is None
 
 
+def test_a_gate_reason_is_shown_rounded_and_a_shared_tolerance_once():
+    record = {"promote": False, "reason": "criterion 'brevity' regressed: 0.027970770994822185 "
+              "< 0.15475747982660928 - 0.03; rollout reward 0.0625 vs parent 0.0625",
+              "comparison": {"tolerances": {"*": 0.03, "task_success": 0.0}, "criteria": {
+                  "brevity": {"successor": 0.028, "parent": 0.155, "tolerance": 0.03, "gated": True},
+                  "helpfulness": {"successor": 0.5, "parent": 0.5, "tolerance": 0.03, "gated": True},
+                  "task_success": {"successor": 0.1, "parent": 0.1, "tolerance": 0.0, "gated": True}}}}
+    view = gate_view(record)
+    assert view["reason"] == ("criterion 'brevity' regressed: 0.0280 < 0.1548 - 0.03; "
+                              "rollout reward 0.0625 vs parent 0.0625")
+    assert view["default_tolerance"] == 0.03
+    assert [(c["name"], c["own"]) for c in view["criteria"]] == [
+        ("brevity", False), ("helpfulness", False), ("task_success", True)]
+
+
 def test_the_timeline_marks_rollbacks_and_when_each_move_was_superseded():
     moves = [move(4, "coding@1", None, alias="staging"),  # newest first
              move(3, "coding@1", "coding@2", "regression", kind="rollback"),

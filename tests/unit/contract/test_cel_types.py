@@ -95,7 +95,11 @@ def _check(value: Any, declared: T, path: str, wrong: list[str]) -> None:
 
 
 def test_declared_types_match_a_real_input():
-    real = episode()
+    from contract.judges import Judge, Verdict, read, variable
+
+    judge = Judge(id="quality", model="sha256:" + "0" * 64, prompt="{{assistant_text}}")
+    # ``judge`` comes from the judges' verdicts (contract/judged.py), not from the events.
+    real = {**episode(), "judge": {"quality": variable(judge, Verdict("7"), read(judge, "7"))}}
     wrong: list[str] = []
     assert set(real) == set(INPUT_TYPES)
     for name, declared in INPUT_TYPES.items():

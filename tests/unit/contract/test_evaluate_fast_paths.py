@@ -112,7 +112,7 @@ def realistic_subject() -> Subject:
 
 @pytest.mark.parametrize("names", [
     {"counts"}, {"feedback", "user_text", "subject"}, {"outcome_score", "duration_s", "specialist"},
-    {"events", "turns", "tool_calls", "harness"}, set(INPUT_VARIABLES) - {"truncated"},
+    {"events", "turns", "tool_calls", "harness"}, set(INPUT_VARIABLES) - {"truncated", "judge"},
 ])
 def test_an_input_of_some_variables_has_their_full_values(names: set[str]) -> None:
     subject, harness = realistic_subject(), contract([("a", 1, "1.0")]).harness

@@ -10,6 +10,8 @@ from contract.sections import StoredText, text_digest
 from tests.unit.contract.factories import EXAMPLE
 
 BASE = EXAMPLE.read_text()
+BEFORE_SESSIONS = (EXAMPLE.parents[2] / "tests" / "data"
+                   / "default-contract-before-sessions.toml").read_text()
 SYSTEM = 'system = "sha256:ec630e75f4ea7d2b3333631648d42067f98b770bf53acace1f1bf002b83c3b27"'
 REVIEW = 'code-review = "sha256:15c34e00ed660cd1e09a1c97f730e88fea13accdb4ef1d78d2e04858390ba4e2"'
 
@@ -36,9 +38,9 @@ def test_a_pinned_digest_must_match_the_text():
 
 def test_documents_with_digests_only_keep_their_content_hash():
     # The example's hash as published before texts could be stored (when it still named
-    # the learned router).
+    # the learned router, and before sessions could end by themselves).
     expected = "6f86dec5b649c08f9fdb3f091882b3d4063d53abb94ede6c0e627a3f3a6435f1"
-    published = BASE.replace('strategy = "keywords"', 'strategy = "learned"')
+    published = BEFORE_SESSIONS.replace('strategy = "keywords"', 'strategy = "learned"')
     assert content_hash(parse_contract(published)) == expected
 
 

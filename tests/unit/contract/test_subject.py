@@ -98,6 +98,7 @@ def test_the_input_digests_the_subject() -> None:
         "stream_id": "ep-1",
         "first_seq": 1,
         "last_seq": 12,
+        "closed_by": "episode.completed",
     }
     assert data["user_text"] == "read a.py"
     assert data["assistant_text"] == "It prints 1."

@@ -247,7 +247,9 @@ def versions() -> list[ScoringVersion]:
 
 def record_json(record: RewardRecord) -> dict[str, Any]:
     """A record's every field but its creation time (and its repr, to tell types apart)."""
-    fields = sorted((k, repr(v)) for k, v in record.__dict__.items() if k != "created_at")
+    # (``judgements``, added later, only where there are some: no corpus contract has a judge)
+    fields = sorted((k, repr(v)) for k, v in record.__dict__.items()
+                    if k != "created_at" and (k != "judgements" or v))
     wire = {k: v for k, v in record.to_json().items() if k != "created_at"}
     wire["subject"]["event_ids"] = _digest(repr(wire["subject"]["event_ids"]))
     return {"json": wire, "repr": _digest(repr(fields)), "type": type(record).__name__}
@@ -262,7 +264,7 @@ def observed() -> dict[str, Any]:
         harness = all_versions[0].compiled.document.harness
         full = build_input(subject, harness)
         out[subject.id] = {
-            "input": {name: _digest(repr(full[name])) for name in INPUT_VARIABLES},
+            "input": {name: _digest(repr(full[name])) for name in INPUT_VARIABLES if name in full},
             "some": {",".join(names): _digest(repr(build_input(subject, harness, names)))
                      for names in SOME},
             "evaluations": {v.ref.ref: evaluate_subject(v.compiled, full).to_json() for v in all_versions},

@@ -12,7 +12,7 @@ from evaluators.subjects import SubjectReader
 from events.memory_store import InMemoryEventStore
 from events.model import NewEvent, RecordedEvent
 
-TYPES = ["turn.user", "turn.assistant", "feedback.given", "episode.completed", "x.note"]
+TYPES = ["turn.user", "turn.assistant", "feedback.given", "episode.completed", "x.note", "session.expired"]
 
 
 def interleaved_log(seed: int, streams: int = 6, events: int = 400) -> InMemoryEventStore:
@@ -20,7 +20,7 @@ def interleaved_log(seed: int, streams: int = 6, events: int = 400) -> InMemoryE
     store = InMemoryEventStore()
     for _ in range(events):
         stream = f"s{rng.randrange(streams)}"
-        kind = rng.choices(TYPES, weights=[4, 4, 2, 1, 1])[0]
+        kind = rng.choices(TYPES, weights=[4, 4, 2, 1, 1, 1])[0]
         store.append([NewEvent(stream, kind, {"text": "x"} if kind.startswith("turn") else {})])
     return store
 

@@ -139,3 +139,28 @@ def test_a_rewards_hash_is_sha256_of_the_previous_hash_and_its_canonical_json() 
     for record in (reward, odd):
         expected = hashlib.sha256(("p" * 64 + canonical_json(chained_content(record, 9))).encode())
         assert reward_hash("p" * 64, record, 9) == expected.hexdigest()
+
+
+class _LogDown:
+    """An event store that does not answer (the database away)."""
+
+    def get_many(self, *_: object, **__: object) -> dict:
+        raise ConnectionError("the database is away")
+
+
+def test_verdicts_that_cannot_be_read_fail_the_step_not_the_subject() -> None:
+    """A judged version's verdicts are read from the log: a store that does not answer is
+    the batch's failure (retried whole), never an internal-error reward for the subject."""
+    from evaluators.judging import Judging
+    from tests.unit.contract.test_judges import JUDGE
+
+    judged = version(contract_text(extra=JUDGE))
+    stream, _ = first_turn()
+    subjects = finished_subjects(stream.events, "turn")
+    with pytest.raises(ConnectionError):
+        score_subject(subjects[0], [judged], Judging(_LogDown()), [])  # type: ignore[arg-type]
+    awaiting: list = []
+    from events.memory_store import InMemoryEventStore
+
+    assert score_subject(subjects[0], [judged], Judging(InMemoryEventStore()), awaiting) == []
+    assert [a.subject.id for a in awaiting] == [subjects[0].id]  # no verdict yet: it waits

@@ -87,3 +87,15 @@ def test_the_general_set_is_fixed_and_checks_content():
     n, pool = named.check["rules"][0]["n"], named.check["rules"][0]["from"]
     assert run_checks([named.check], [", ".join(pool[:n])])[0].passed
     assert not run_checks([named.check], [", ".join([pool[0]] * n)])[0].passed
+
+
+def test_the_demos_serving_contract_allows_every_familys_budget():
+    """The endpoint harness (`hcp demo --stack`) asks for its family's max_new_tokens, and
+    the server refuses a request above the serving contract's cap with a 400."""
+    from pathlib import Path
+
+    from contract.document import parse_contract
+
+    example = Path(__file__).parents[3] / "examples" / "contracts" / "harness.toml"
+    cap = parse_contract(example.read_text()).harness.limits.max_tokens
+    assert {name: f.max_new_tokens for name, f in FAMILIES.items() if f.max_new_tokens > cap} == {}

@@ -9,9 +9,10 @@ import pytest
 
 from contract.document import parse_contract
 from harness.router import Route
-from serving.choice import BaseRef, Choice, SlotConfig
+from inference.names import ModelInvalid, ModelRef, parse_model
+from inference.types import BaseModel
+from serving.choice import Choice, SlotConfig
 from serving.exchange import Exchange, Outcome, check_turn
-from serving.names import ModelInvalid, ModelRef, parse_model
 from serving.openai_shapes import ChatRequest
 from serving.prompting import (
     ToolRefused,
@@ -93,7 +94,7 @@ def test_the_last_message_must_be_answerable() -> None:
 def exchange(session: SessionState, req: ChatRequest) -> Exchange:
     config = SlotConfig("serve", 2, "h" * 64, HARNESS)
     choice = Choice("coding", "coding@3", "coding@3", "d" * 64, "production",
-                    BaseRef("tiny", "/m", "w"), config, Route("coding", {"coding": 1.0}, False),
+                    BaseModel("tiny", "/m", "w"), config, Route("coding", {"coding": 1.0}, False),
                     "keywords", "auto")
     messages = chat_messages(system_text(HARNESS, "coding", []), req.messages)
     return Exchange(session, choice, req, messages, [])
@@ -113,8 +114,27 @@ def test_an_episodes_first_turn_opens_it_and_carries_the_context() -> None:
     assert closing[0].payload["tokens"] == 2 and closing[0].payload["adapter_digest"] == "d" * 64
 
 
+def test_a_later_turn_carries_the_conversation_before_it() -> None:
+    """A turn is a subject of its own: its answer is trained on what the model was given, so
+    a reply to "No, that's not what I asked for." is never read without the question."""
+    from datetime import UTC, datetime
+
+    from events.model import EventMetadata, RecordedEvent
+
+    earlier = RecordedEvent(uuid.uuid4(), "s", 1, 1, "turn.assistant", 1, {"text": "Owls hunt."},
+                            EventMetadata(actor="a"), datetime(2026, 1, 1, tzinfo=UTC), "", "", "")
+    req = ChatRequest.model_validate({"messages": [
+        {"role": "user", "content": "Tell me about owls."},
+        {"role": "assistant", "content": "Owls hunt."},
+        {"role": "user", "content": "No, that's not what I asked for."}]})
+    opening = exchange(SessionState(uuid.uuid4(), (earlier,)), req).opening()
+    assert [e.type for e in opening] == ["turn.user", "route.decided"]  # the episode goes on
+    assert [(m["role"], m["content"]) for m in opening[0].payload["context"][1:]] == [
+        ("user", "Tell me about owls."), ("assistant", "Owls hunt.")]
+
+
 def test_a_harness_task_is_recorded_with_the_turn_and_a_stop_rule_cuts_the_answer() -> None:
-    from serving.gateway import cut_by_rule
+    from inference.stops import cut_by_rule
 
     task = {"id": "coding:1", "check": {"kind": "python_tests"}}
     req = ChatRequest.model_validate({"messages": [{"role": "user", "content": "add"}],

@@ -14,7 +14,7 @@ from trainer.gate.decision import judge  # noqa: E402
 from trainer.gate.policy import GatePolicy  # noqa: E402
 from trainer.ml.load import load_adapter_for_serving  # noqa: E402
 from trainer.ml.lora import HyperParams, train_successor  # noqa: E402
-from trainer.ml.metrics import TextRolloutHarness, heldout_metric  # noqa: E402
+from trainer.ml.metrics import heldout_metric  # noqa: E402
 from trainer.registry.artifacts import LocalArtifactStore  # noqa: E402
 
 pytestmark = pytest.mark.train
@@ -58,7 +58,12 @@ def test_training_on_rewarded_responses_raises_the_margin_and_passes_the_gate(
 
 
 def test_greedy_rollouts_are_deterministic_text(tiny_base: Path, root_adapter: Path) -> None:
-    harness = TextRolloutHarness(tiny_base, root_adapter, max_new_tokens=5, device="cpu")
+    from inference.embedded.engine import EmbeddedEngine
+    from inference.rollouts import TextRolloutHarness
+    from trainer.gate.rollout import RolloutTarget
+
+    engine = EmbeddedEngine(lambda digest: root_adapter, "cpu")
+    harness = TextRolloutHarness(engine, RolloutTarget(tiny_base, root_adapter, 5, device="cpu"))
 
     first = harness.generate(["Sky colour?", "2+2="])
 

@@ -55,3 +55,39 @@ def test_dpo_without_pairs_refuses(tmp_path: Path, tiny_base: Path) -> None:
 
     with pytest.raises(ValueError, match="no preference pair"):
         train_successor(tiny_base, None, unpaired, HyperParams(objective="dpo"), tmp_path / "a")
+
+
+@pytest.mark.train
+def test_dpo_with_an_nll_term_keeps_the_chosen_answers_likely(
+    tmp_path: Path, tiny_base: Path, root_adapter: Path
+) -> None:
+    from trainer.ml.lora import HyperParams, train_successor
+    from trainer.ml.metrics import heldout_metric
+
+    plain = HyperParams(objective="dpo", dpo_beta=0.5, steps=15, learning_rate=2e-2,
+                        min_reward=0.5, batch_size=4)
+    with_nll = HyperParams(**{**plain.__dict__, "dpo_nll_weight": 1.0})
+    a = train_successor(tiny_base, root_adapter, toy_examples(), plain, tmp_path / "a")
+    b = train_successor(tiny_base, root_adapter, toy_examples(), with_nll, tmp_path / "b")
+
+    chosen = [ex for ex in toy_examples() if ex.reward == 1.0]
+    # the first step's loss is log 2 plus the chosen answers' NLL under the parent
+    assert b.loss_first > a.loss_first == pytest.approx(math.log(2), abs=1e-5)
+    likely = {name: heldout_metric(tiny_base, run.adapter_dir, chosen).mean_loglik
+              for name, run in (("plain", a), ("nll", b))}
+    assert likely["nll"] > likely["plain"]
+
+
+def test_the_same_words_after_other_conversations_are_not_one_prompt() -> None:
+    """Two users' replies to "No." answer different conversations: never a pair."""
+    after_owls = (("user", "Tell me about owls."), ("assistant", "Owls hunt."))
+    after_sums = (("user", "What is 2 + 2?"), ("assistant", "5"))
+    examples = [
+        TrainingExample("User: No.", "Owls are birds.", 0.9, 1.0, "a", messages=after_owls),
+        TrainingExample("User: No.", "It is 4.", 0.2, 1.0, "b", messages=after_sums),
+        TrainingExample("User: No.", "Owls fly.", 0.3, 1.0, "c", messages=after_owls),
+    ]
+
+    pairs = preference_pairs(examples, min_reward=0.5)
+
+    assert [(c.subject_id, r.subject_id) for c, r, _ in pairs] == [("a", "c")]

@@ -14,6 +14,7 @@ from hcp.bootstrap import Container
 from hcp.settings import Settings
 from kernel.db import make_engine
 from trainer.registry.model import CANDIDATE, AdapterStatus, AdapterVersion, NewAdapter
+from trainer.runs.selection import Selection
 
 
 class RecordingDispatcher:
@@ -62,7 +63,8 @@ def fake_model_dir(root: Path, weights: bytes = b"weights-v1") -> Path:
 
 def fake_train(parts: Container, run_id: str, worker: str = "worker-1",
                status: AdapterStatus = CANDIDATE, content: bytes | None = None,
-               metrics: dict[str, Any] | None = None) -> AdapterVersion:
+               metrics: dict[str, Any] | None = None,
+               selection: Selection | None = None) -> AdapterVersion:
     """Claim a run and register a made-up artifact for it, the way the runner ends a run."""
     claim = parts.runs.claim(run_id, worker, 60, 3)
     assert claim.outcome == "claimed", claim
@@ -78,4 +80,4 @@ def fake_train(parts: Container, run_id: str, worker: str = "worker-1",
         hyper=run.hyper, metrics=metrics or {"gate": gate}, artifact_sha256=ref.sha256,
         artifact_uri=ref.uri, status=status,
         contract_versions=tuple((c["name"], c["version"]) for c in manifest.contract_versions))
-    return parts.runner.registration.register(run, worker, new, "fake gate")
+    return parts.runner.registration.register(run, worker, new, "fake gate", selection)

@@ -13,7 +13,6 @@ from trainer.gate import rollout
 from trainer.gate.decision import judge_rollouts
 from trainer.gate.policy import GatePolicy
 from trainer.gate.rollout import RolloutCase, RolloutMetrics, RolloutTarget
-from trainer.ml.metrics import TextRolloutHarness
 
 # "polite" reads the answer; "helpfulness" reads only the user's feedback; "boom" errors.
 LAST = "turns[size(turns) - 1].assistant_text"
@@ -51,16 +50,12 @@ def metrics(mean: float, n: int = 4, **criteria: float) -> RolloutMetrics:
                           error_samples=(), responses_sha256="x")
 
 
-def test_the_text_harness_is_built_in_and_others_can_be_given():
+def test_a_gate_picks_the_harness_its_policy_names_from_those_it_was_given():
     target = RolloutTarget("/models/base", None, max_new_tokens=8, max_prompt_tokens=64)
-    built = rollout.pick_harness(rollout.BUILT_IN, "text")(target)
-    assert isinstance(built, TextRolloutHarness)
-    assert (built.max_new_tokens, built.max_prompt_tokens, built.adapter_dir) == (8, 64, None)
-    with pytest.raises(Invalid, match="no rollout harness 'echo'.*text"):
-        rollout.pick_harness(rollout.BUILT_IN, "echo")
-    given = {**rollout.BUILT_IN, "echo": lambda t: Scripted(f"{t.max_new_tokens}")}
+    given = {"text": lambda t: Scripted("text"), "echo": lambda t: Scripted(f"{t.max_new_tokens}")}
     assert rollout.pick_harness(given, "echo")(target).generate(["q"]) == ["8"]
-    assert "echo" not in rollout.BUILT_IN
+    with pytest.raises(Invalid, match="no rollout harness 'nowhere'.*echo, text"):
+        rollout.pick_harness(given, "nowhere")
 
 
 def test_only_the_last_assistant_answer_is_replaced():

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from inference.verify import verified_base
 from kernel.errors import NotFound
 from trainer.datasets.manifest import Manifest, ManifestExample
+from trainer.gate.verdict import GateRecord
 from trainer.registry.artifacts import ArtifactRef
 from trainer.registry.model import AdapterVersion, BaseModelEntry, NewAdapter
 from trainer.runs.model import Claim, LeaseLost, TrainingRun
@@ -94,8 +96,8 @@ class FakeGate:
     def prepare(self, held_out: Any, policy: Any) -> list[Any]:
         return []
 
-    def judge(self, inputs: Any, policy: Any) -> dict[str, Any]:
-        return {"promote": self.promote, "reason": "fake verdict"}
+    def judge(self, inputs: Any, policy: Any) -> GateRecord:
+        return GateRecord(promote=self.promote, reason="fake verdict")
 
 
 class FakeRegistration:
@@ -146,7 +148,8 @@ def deps(runs: FakeRuns, promote: bool = True, lose_lease: bool = False,
     registration = FakeRegistration(runs, lose_lease)
     return RunnerDeps(runs=runs, registry=FakeRegistry(), artifacts=FakeArtifacts(),  # type: ignore[arg-type]
                       manifests=FakeManifests(), gate=FakeGate(promote),  # type: ignore[arg-type]
-                      registration=registration, train=trainer), registration  # type: ignore[arg-type]
+                      registration=registration, verify_base=verified_base,
+                      train=trainer), registration  # type: ignore[arg-type]
 
 
 def test_a_claimed_run_trains_gates_and_registers_once() -> None:

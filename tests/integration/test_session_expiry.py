@@ -1,7 +1,8 @@
 """Sessions of outside traffic end by themselves under the shipped default contract, on
 SQLite and PostgreSQL: an idle two-turn chat with no feedback call is expired once,
 however many evaluators look, and then scored; a turn that comes later opens the next
-episode instead of changing a judged one."""
+episode instead of changing a judged one; a look for idle sessions that fails stops no
+evaluator."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.rewards import RewardQuery
+from evaluators.session_expiry import Sweep
 from events.ingest import Author, ClientEvent, IngestLimits, ingest
 from hcp.bootstrap import Container
 from hcp.settings import Settings
@@ -79,3 +81,23 @@ def test_a_late_turn_on_an_expired_session_is_the_next_episode(container: Contai
     assert [e.type for e in container.store.read_stream(stream)][-3:] == [
         "session.started", "turn.user", "turn.assistant"]
     assert len(expired(container, stream)) == 1
+
+
+def test_a_failing_look_for_idle_sessions_stops_no_evaluator(container: Container) -> None:
+    stream = f"session-{uuid.uuid4()}"
+    chat(container, stream, [("hello", "hi")])
+    ingest(container.appender, [ClientEvent(stream, "episode.completed", {"outcome": "success"})],
+           IngestLimits(1000, 1 << 20), AUTHOR)
+    evaluator = container.evaluator()
+    assert evaluator.expiry is not None
+    looks: list[int] = []
+
+    def broken() -> Sweep:
+        looks.append(1)
+        raise RuntimeError("the log is unreachable")
+
+    evaluator.expiry.sweep = broken  # type: ignore[method-assign]
+    evaluator.drain(timeout=60)  # logged, tried again at the next look; scoring goes on
+    assert looks
+    [reward] = container.rewards.find(RewardQuery(stream_id=stream, limit=10))
+    assert reward.subject_id == f"episode:{stream}:4" and not reward.errors

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cli.evaluator import render_dry_run
 from evaluators.backlog_rows import DONE, WAITING
 from evaluators.dryrun import Selection
 from evaluators.judging import JudgeVerdict
@@ -245,6 +246,9 @@ def test_a_dry_run_shows_the_judges_verdicts_and_publishing_scores_with_them(
     quality = shown["judges"]["quality"]
     assert quality["model"] == MODEL and quality["verdicts"] == 2 and quality["unreadable"] == 0
     assert sorted(s["verdict"] for s in quality["samples"]) == ["2", "9"]
+    printed = render_dry_run(run)  # what `hcp contract dry-run` prints
+    assert "judged 2 subjects" in printed and "judge quality (" in printed
+    assert "'9' -> score 0.8889" in printed and "'2' -> score 0.1111" in printed
     asked = len(judge.calls)
     assert asked == 2
     c.contracts.publish("judged", draft.version, "test")

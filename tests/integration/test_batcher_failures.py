@@ -5,6 +5,7 @@ a thread that stops anyway is reported and refuses at once instead of queueing f
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,31 @@ def test_a_stopped_thread_is_reported_and_refuses_at_once(tmp_path: Path) -> Non
     assert engine.liveness() == "decoding thread stopped"
     with pytest.raises(BatcherStopped):
         engine.submit(*ask(base, None, HELLO, 4)).result(timeout=1)
+
+
+def test_a_request_behind_a_stuck_step_gets_its_503_at_the_deadline(tmp_path: Path) -> None:
+    """Every wait has a deadline (HCP_SERVING_TIMEOUT_S): a request queued behind a step
+    that does not end is answered 'busy' when it passes, liveness names the stuck step, and
+    the abandoned row costs nothing once the thread moves again."""
+    from inference.engine import EngineUnavailable
+
+    engine, base, _ = world(tmp_path, 0.0)
+    engine.timeout_s = 1.0  # before the first request: the thread's stall limit is this too
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(_: str) -> None:
+        entered.set()
+        release.wait(30)
+
+    stuck = engine.submit(*ask(base, None, HELLO, 8, on_delta=hold))
+    assert entered.wait(60)
+    try:
+        started = time.monotonic()
+        with pytest.raises(EngineUnavailable, match="HCP_SERVING_TIMEOUT_S"):
+            engine.generate(*ask(base, None, HELLO, 4))
+        assert time.monotonic() - started < 5
+        assert engine.liveness() == "decoding step running for over 1 s"
+    finally:
+        release.set()
+    assert stuck.result(timeout=60).completion_tokens >= 1
+    assert engine.liveness() is None and engine.batcher.failed_groups == 0

@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from harness.tasks import Task, make_task
 from harness.tasks.templates import UNSEEN, Template, pick
@@ -33,6 +33,18 @@ INSTRUCTION = "Reply with only the code in a ```python block."
 N_TESTS = 6
 DISTINCT_OUTPUTS = 4  # at least this many different expected values among the tests
 _INPUT_DRAWS = 60  # tries per test set before settling for fewer distinct outputs
+
+
+# A shape's parameters: letters, separators and small integers, by the name the format
+# strings use ("c", "sep", "k").
+ShapeParams = Mapping[str, str | int]
+
+
+class HiddenTest(TypedDict):
+    """One call of the hidden tests, as JSON values (what the sandbox compares)."""
+
+    args: list[Any]
+    expected: Any
 
 
 @dataclass(frozen=True)
@@ -44,9 +56,9 @@ class Shape:
     arg: str  # the argument, as the spec introduces it: "s", "xs", "d", "n"
     takes: str  # e.g. "takes a string s"
     spec: str  # e.g. "returns how many times the letter '{c}' appears in s"
-    params: Sequence[dict[str, Any]]
+    params: Sequence[ShapeParams]
     ref: Callable[..., Any]  # ref(input, **params) -> expected output
-    inputs: Callable[[random.Random, dict[str, Any]], Any]  # one input for these params
+    inputs: Callable[[random.Random, ShapeParams], Any]  # one input for these params
     unseen: bool = False
 
     def template(self) -> Template:
@@ -64,13 +76,13 @@ class Shape:
 
 
 def hidden_tests(rng: random.Random, draw: Callable[[random.Random], Any],
-                 ref: Callable[[Any], Any]) -> list[dict[str, Any]]:
+                 ref: Callable[[Any], Any]) -> list[HiddenTest]:
     """``N_TESTS`` calls whose expected outputs differ as much as the shape allows (JSON
     values, as the sandbox returns them: tuples become lists, keys strings)."""
-    best: list[dict[str, Any]] = []
+    best: list[HiddenTest] = []
     for _ in range(_INPUT_DRAWS):
         args = [json.loads(json.dumps(draw(rng))) for _ in range(N_TESTS)]
-        tests = [{"args": [a], "expected": json.loads(json.dumps(ref(a)))} for a in args]
+        tests: list[HiddenTest] = [{"args": [a], "expected": json.loads(json.dumps(ref(a)))} for a in args]
         if _distinct(tests) > _distinct(best):
             best = tests
         if _distinct(best) >= DISTINCT_OUTPUTS:
@@ -78,7 +90,7 @@ def hidden_tests(rng: random.Random, draw: Callable[[random.Random], Any],
     return best
 
 
-def _distinct(tests: list[dict[str, Any]]) -> int:
+def _distinct(tests: list[HiddenTest]) -> int:
     return len({json.dumps(t["expected"], sort_keys=True) for t in tests})
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterable
 from typing import Any
 
-from harness.tasks.coding import Shape
+from harness.tasks.coding import Shape, ShapeParams
 
 WORDS = ["apple", "river", "stone", "cloud", "tiger", "lemon", "piano", "ocean", "maple",
          "sun", "bird", "tree", "salt", "rain", "iron", "star", "wolf", "bean", "lake", "rose"]
@@ -22,23 +23,23 @@ NAMES = ["ann", "bob", "eve", "dan", "lia", "tom", "ria", "noe", "kai", "ida"]
 LETTERS = "abceilmnoprstuw"  # each in some of WORDS
 
 
-def words(r: random.Random, p: dict[str, Any] | None = None) -> str:
+def words(r: random.Random, p: ShapeParams | None = None) -> str:
     return " ".join(r.choice(WORDS) for _ in range(r.randint(2, 5)))
 
 
-def ints(r: random.Random, p: dict[str, Any] | None = None) -> list[int]:
+def ints(r: random.Random, p: ShapeParams | None = None) -> list[int]:
     return [r.randint(-9, 12) for _ in range(r.randint(3, 7))]
 
 
-def small_ints(r: random.Random, p: dict[str, Any] | None = None) -> list[int]:
+def small_ints(r: random.Random, p: ShapeParams | None = None) -> list[int]:
     return [r.randint(0, 3) for _ in range(r.randint(4, 9))]
 
 
-def scores(r: random.Random, p: dict[str, Any] | None = None) -> dict[str, int]:
+def scores(r: random.Random, p: ShapeParams | None = None) -> dict[str, int]:
     return {n: r.randint(0, 9) for n in r.sample(NAMES, r.randint(3, 5))}
 
 
-def number(r: random.Random, p: dict[str, Any] | None = None) -> int:
+def number(r: random.Random, p: ShapeParams | None = None) -> int:
     return r.randint(0, 40)
 
 
@@ -49,34 +50,34 @@ def nested(r: random.Random, depth: int = 0) -> list[Any]:
     return items
 
 
-def nested_input(r: random.Random, p: dict[str, Any]) -> list[Any]:
+def nested_input(r: random.Random, p: ShapeParams) -> list[Any]:
     return nested(r)
 
 
-def tagged_text(r: random.Random, p: dict[str, Any]) -> str:
+def tagged_text(r: random.Random, p: ShapeParams) -> str:
     parts = [r.choice(WORDS) if r.random() < 0.5 else f"{p['c']}{r.randint(0, 60)}"
              for _ in range(r.randint(3, 6))]
     return " ".join(parts)
 
 
-def mixed_text(r: random.Random, p: dict[str, Any]) -> str:
+def mixed_text(r: random.Random, p: ShapeParams) -> str:
     return " ".join(r.choice(WORDS) if r.random() < 0.5 else str(r.randint(0, 30))
                     for _ in range(r.randint(3, 7)))
 
 
-def pairs_text(r: random.Random, p: dict[str, Any]) -> str:
+def pairs_text(r: random.Random, p: ShapeParams) -> str:
     return ",".join(f"{n}{p['sep']}{r.randint(0, 20)}" for n in r.sample(NAMES, r.randint(2, 4)))
 
 
-def fields_text(r: random.Random, p: dict[str, Any]) -> str:
-    return p["sep"].join(r.choice(WORDS) for _ in range(r.randint(1, 7)))
+def fields_text(r: random.Random, p: ShapeParams) -> str:
+    return str(p["sep"]).join(r.choice(WORDS) for _ in range(r.randint(1, 7)))
 
 
-def csv_lines(r: random.Random, p: dict[str, Any]) -> str:
+def csv_lines(r: random.Random, p: ShapeParams) -> str:
     return "\n".join(",".join(str(r.randint(0, 50)) for _ in range(3)) for _ in range(r.randint(2, 4)))
 
 
-def each(name: str, values: Any) -> list[dict[str, Any]]:
+def each(name: str, values: Iterable[str | int]) -> list[ShapeParams]:
     return [{name: v} for v in values]
 
 

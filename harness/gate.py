@@ -14,7 +14,6 @@ The composition root gives it to the gate as ``rollout_harness = "tasks"``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from harness.checks import run_checks
 from harness.checks.sandbox import CodeSandbox
@@ -24,6 +23,7 @@ from inference.engine import Engine
 from inference.memo import provenance
 from inference.rollouts import engine_target
 from trainer.gate.rollout import Answer, RolloutCase, RolloutTarget
+from trainer.gate.shapes import MemoProvenance
 
 NAME = "tasks"
 
@@ -47,7 +47,7 @@ class TasksRolloutHarness:
     def __init__(self, engine: Engine, target: RolloutTarget, batch_size: int = 128,
                  sandbox: CodeSandbox | None = None) -> None:
         self.engine, self.target, self.batch_size, self.sandbox = engine, target, batch_size, sandbox
-        self.memo: dict[str, Any] | None = None
+        self.memo: MemoProvenance | None = None
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         raise ValueError("the tasks harness answers recorded tasks, not bare prompts")
@@ -60,7 +60,7 @@ class TasksRolloutHarness:
         self.memo = provenance(samples)
         return [s.text for s in samples]
 
-    def memo_record(self) -> dict[str, Any] | None:
+    def memo_record(self) -> MemoProvenance | None:
         """Where the last answers came from (``inference.memo.provenance``)."""
         return self.memo
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from harness.checks import run_checks
 from harness.checks.sandbox import CodeSandbox
@@ -29,6 +28,7 @@ from inference.rollouts import engine_target
 from inference.types import Sample, SampleJob, Target, prompt_of
 from trainer.gate.probes import GENERAL, RETENTION, UNSEEN, ProbeMetrics
 from trainer.gate.rollout import RolloutTarget
+from trainer.gate.shapes import MemoProvenance
 
 BATCH_ROWS = 128
 
@@ -74,7 +74,7 @@ def greedy_answers(engine: Engine, target: Target, tasks: Sequence[Task],
 
 def measure(name: str, tasks: Sequence[Task], answers: Sequence[str],
             sandbox: CodeSandbox | None = None, reused_from: str | None = None,
-            memo: dict[str, Any] | None = None) -> ProbeMetrics:
+            memo: MemoProvenance | None = None) -> ProbeMetrics:
     checks = run_checks([t.check for t in tasks], list(answers), sandbox)
     return ProbeMetrics(name, tuple(t.id for t in tasks), tuple(float(c.partial) for c in checks),
                         tuple(c.passed for c in checks), tuple(answers),

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from inference.types import GenStats, Sample
+from trainer.gate.shapes import MemoProvenance
 
 # Samples for these prompts (token ids), prompt_index counting from 0 in this list.
 Generate = Callable[[list[list[int]]], list[Sample]]
@@ -96,7 +97,7 @@ def through(memo: AnswerMemo, fields: dict[str, Any], ids: list[list[int]], samp
     return [replace(s, prompt_index=i) for i, found in enumerate(answers) for s in found or []]
 
 
-def provenance(samples: Sequence[Sample]) -> dict[str, Any] | None:
+def provenance(samples: Sequence[Sample]) -> MemoProvenance | None:
     """What a record keeps of where its answers came from: how many the memo gave, how many
     were generated, and one digest of their keys in order (None without a memo)."""
     if not samples or any(s.memo is None for s in samples):

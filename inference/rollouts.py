@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from inference.engine import Engine
 from inference.memo import provenance
 from inference.types import Adapter, BaseModel, Prompt, SampleJob, Target
 from trainer.gate.rollout import RolloutTarget
+from trainer.gate.shapes import MemoProvenance
 
 TEXT_BATCH_ROWS = 64
 
@@ -43,7 +43,7 @@ class TextRolloutHarness:
 
     def __init__(self, engine: Engine, target: RolloutTarget) -> None:
         self.engine, self.target = engine, target
-        self.memo: dict[str, Any] | None = None
+        self.memo: MemoProvenance | None = None
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         room = self.target.max_prompt_tokens or 1 << 30
@@ -54,7 +54,7 @@ class TextRolloutHarness:
         self.memo = provenance(samples)
         return [s.text for s in samples]
 
-    def memo_record(self) -> dict[str, Any] | None:
+    def memo_record(self) -> MemoProvenance | None:
         """Where the last answers came from (``inference.memo.provenance``)."""
         return self.memo
 

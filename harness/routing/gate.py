@@ -12,7 +12,7 @@ interval so a reader sees how sure that figure is.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -28,7 +28,9 @@ class RouterGate:
     accuracy_interval: tuple[float, float]  # Wilson, 95%
     incumbent: str  # "keywords", or the version serving now ("serve@2")
     incumbent_accuracy: float
-    difference: dict[str, Any]  # the paired bootstrap interval of accuracy - incumbent's
+    # the paired bootstrap interval of accuracy - incumbent's (``IntervalJson``); empty when
+    # there were too few held-out turns to measure it
+    difference: Mapping[str, object]
     margin: float
     min_held_out: int
     promote: bool

@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from collections.abc import Mapping
 
 from trainer.gate.policy import GatePolicy
 from trainer.gate.rollout import RolloutMetrics
+from trainer.gate.shapes import (
+    Comparison,
+    CriterionRow,
+    GateJson,
+    PairedStats,
+    Power,
+    ProbeRecord,
+    Verdict,
+)
 from trainer.gate.stats import paired_bootstrap, power_of_gain, sign_test
 from trainer.ml.metrics import GateMetrics
 
 
-def judge(successor: GateMetrics, parent: GateMetrics, policy: GatePolicy) -> dict[str, Any]:
+def judge(successor: GateMetrics, parent: GateMetrics, policy: GatePolicy) -> Verdict:
     """{"promote", "reason", "comparison"}: promote iff the margin rule and every gated
     criterion pass."""
     failures: list[str] = []
@@ -37,7 +46,7 @@ def judge(successor: GateMetrics, parent: GateMetrics, policy: GatePolicy) -> di
         failures.append(f"held-out margin {successor.heldout_margin:.4f} is not more than "
                         f"{policy.margin} above the parent's {parent.heldout_margin:.4f}")
     criteria, criterion_failures = _criteria(successor.per_criterion, parent.per_criterion, policy)
-    comparison = {
+    comparison: Comparison = {
         "heldout_margin": {"successor": _finite(successor.heldout_margin),
                            "parent": _finite(parent.heldout_margin), "delta": _finite(delta),
                            "required": policy.margin, "ok": margin_ok},
@@ -54,7 +63,7 @@ def judge(successor: GateMetrics, parent: GateMetrics, policy: GatePolicy) -> di
 
 
 def judge_rollouts(successor: RolloutMetrics, parent: RolloutMetrics,
-                   policy: GatePolicy) -> dict[str, Any]:
+                   policy: GatePolicy) -> Verdict:
     """{"promote", "reason", "comparison", "test", "interval", "samples", "seed", ...} on the
     rollout reward (errors score 0). The paired bootstrap interval and the sign test are
     computed whenever both sides have per-case rewards on the same cases, and recorded;
@@ -63,27 +72,27 @@ def judge_rollouts(successor: RolloutMetrics, parent: RolloutMetrics,
     delta = successor.mean_reward - parent.mean_reward
     paired = bool(successor.rewards) and successor.cases == parent.cases \
         and len(successor.rewards) == len(parent.rewards)
-    stats = _paired_stats(successor, parent, policy) if paired else {}
+    stats: PairedStats = _paired_stats(successor, parent, policy) if paired else {}
     ok, why = _decides(policy, successor.mean_reward, parent.mean_reward, stats,
                        successor.n == parent.n > 0)
     criteria, criterion_failures = _criteria(successor.per_criterion, parent.per_criterion, policy)
-    comparison = {
+    comparison: Comparison = {
         "rollout_reward": {"successor": successor.mean_reward, "parent": parent.mean_reward,
                            "delta": delta, "required": policy.margin, "ok": ok,
                            "interval": stats.get("interval")},
         "n_rollouts": successor.n, "errors": {"successor": successor.errors, "parent": parent.errors},
         "criteria": criteria, "tolerances": dict(policy.regression_tolerance),
     }
-    record = {"comparison": comparison, "test": policy.test, **stats}
     failures = ([] if ok else [why]) + criterion_failures
     if failures:
-        return {"promote": False, "reason": "; ".join(failures), **record}
-    return {"promote": True, **record,
+        return {"promote": False, "reason": "; ".join(failures), "comparison": comparison,
+                "test": policy.test, **stats}
+    return {"promote": True, "comparison": comparison, "test": policy.test, **stats,
             "reason": f"{why} over {successor.n} held-out prompts; no gated criterion regressed"}
 
 
 def _paired_stats(successor: RolloutMetrics, parent: RolloutMetrics,
-                  policy: GatePolicy) -> dict[str, Any]:
+                  policy: GatePolicy) -> PairedStats:
     interval = paired_bootstrap(successor.rewards, parent.rewards, level=policy.confidence,
                                 resamples=policy.resamples, seed=policy.seed)
     sign = sign_test(successor.rewards, parent.rewards)
@@ -91,20 +100,20 @@ def _paired_stats(successor: RolloutMetrics, parent: RolloutMetrics,
     sd = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
     # The chance this set shows a true gain of the probe margin (the smallest change the
     # gate declares it cares about), at the spread of differences it measured.
-    power = {"gain": policy.probe_margin, "sd": sd, "n": len(diffs),
+    power: Power = {"gain": policy.probe_margin, "sd": sd, "n": len(diffs),
              "value": power_of_gain(sd, len(diffs), policy.probe_margin + policy.margin,
                                     policy.confidence)}
     return {"interval": interval.to_dict(), "samples": interval.n, "seed": policy.seed,
             "sign_test": sign.to_dict(), "power": power}
 
 
-def with_power(record: dict[str, Any], policy: GatePolicy) -> dict[str, Any]:
+def with_power(record: GateJson, policy: GatePolicy) -> GateJson:
     """The record with ``power`` stated whatever decided it: the held-out test's chance of
     showing a true gain of the probe margin (``value``; None, and why, where the decision
     had no per-case test), and ``probes``: the forgetting check's power at its margin (None,
     and why, where no probe set was judged), so a reader sees what the gate could not see."""
-    power = dict(record.get("power") or {"value": None, "note": _no_test(record, policy)})
-    probes = record.get("non_inferiority") or {}
+    power: Power = {**(record.get("power") or {"value": None, "note": _no_test(record, policy)})}
+    probes: ProbeRecord = record.get("non_inferiority") or {}
     power["probes"] = probes.get("power") if probes.get("sets") else None
     if power["probes"] is None:
         power["probes_note"] = probes.get("note") or (
@@ -112,7 +121,7 @@ def with_power(record: dict[str, Any], policy: GatePolicy) -> dict[str, Any]:
     return {**record, "power": power}
 
 
-def _no_test(record: dict[str, Any], policy: GatePolicy) -> str:
+def _no_test(record: GateJson, policy: GatePolicy) -> str:
     if not record.get("comparison"):
         return "nothing was compared"
     if policy.metric == "offline":
@@ -120,7 +129,7 @@ def _no_test(record: dict[str, Any], policy: GatePolicy) -> str:
     return "no per-case rewards on the same cases for both models"
 
 
-def _decides(policy: GatePolicy, ours: float, theirs: float, stats: dict[str, Any],
+def _decides(policy: GatePolicy, ours: float, theirs: float, stats: PairedStats,
              same_n: bool) -> tuple[bool, str]:
     """(passes, why) under the policy's test."""
     delta = ours - theirs
@@ -145,9 +154,9 @@ def _decides(policy: GatePolicy, ours: float, theirs: float, stats: dict[str, An
                 f"p={sign['p_value']:.3g} {'<' if ok else 'not <'} {1 - policy.confidence:.3g}")
 
 
-def _criteria(successor: dict[str, float], parent: dict[str, float],
-              policy: GatePolicy) -> tuple[dict[str, Any], list[str]]:
-    rows: dict[str, Any] = {}
+def _criteria(successor: Mapping[str, float], parent: Mapping[str, float],
+              policy: GatePolicy) -> tuple[dict[str, CriterionRow], list[str]]:
+    rows: dict[str, CriterionRow] = {}
     failures: list[str] = []
     for name in sorted(parent):
         row, failure = _criterion(name, successor.get(name), parent[name], policy.tolerance_for(name))
@@ -157,15 +166,15 @@ def _criteria(successor: dict[str, float], parent: dict[str, float],
 
 
 def _criterion(name: str, successor: float | None, parent: float,
-               tolerance: float | None) -> tuple[dict[str, Any], str | None]:
-    row: dict[str, Any] = {"successor": _finite(successor), "parent": _finite(parent),
-                           "tolerance": tolerance, "gated": tolerance is not None}
+               tolerance: float | None) -> tuple[CriterionRow, str | None]:
     if tolerance is None or not math.isfinite(parent):
-        row["ok"] = True
-        row["note"] = "not gated" if tolerance is None else "parent not measurable on this set"
-        return row, None
+        return {"successor": _finite(successor), "parent": _finite(parent), "tolerance": tolerance,
+                "gated": tolerance is not None, "ok": True,
+                "note": "not gated" if tolerance is None else "parent not measurable on this set"
+                }, None
     ok = successor is not None and math.isfinite(successor) and successor >= parent - tolerance
-    row["ok"] = ok
+    row: CriterionRow = {"successor": _finite(successor), "parent": _finite(parent),
+                         "tolerance": tolerance, "gated": True, "ok": ok}
     failure = None if ok else (f"criterion {name!r} regressed: {_figure(successor)} < "
                                f"{parent:.4f} - {tolerance:g}")
     return row, failure

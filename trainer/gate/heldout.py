@@ -35,6 +35,7 @@ from trainer.datasets.manifests import Manifests
 from trainer.gate import probes, rollout
 from trainer.gate.decision import judge, judge_rollouts, with_power
 from trainer.gate.policy import GatePolicy
+from trainer.gate.shapes import GateJson, GroupRow, Setting
 from trainer.gate.verdict import GateRecord
 from trainer.ml.metrics import GateMetrics
 
@@ -102,15 +103,15 @@ class Gate:
         """The decision and what it saw (``metrics.gate``)."""
         return GateRecord.model_validate(with_power(self._judged(inputs, policy), policy))
 
-    def _judged(self, inputs: GateInputs, policy: GatePolicy) -> dict[str, Any]:
+    def _judged(self, inputs: GateInputs, policy: GatePolicy) -> GateJson:
         from trainer.ml.metrics import heldout_metric
 
         held_out = inputs.held_out
         if not held_out:
             return {"promote": False, "reason": "no held-out examples to compare on",
                     "comparison": {}, "metric": policy.metric}
-        record = {"metric": policy.metric, "parent_is_base": inputs.parent_dir is None,
-                  "held_out": len(held_out)}
+        record: Setting = {"metric": policy.metric, "parent_is_base": inputs.parent_dir is None,
+                           "held_out": len(held_out)}
         harness = self.harness(policy.rollout_harness) if policy.metric == "rollout" else None
         if harness is not None and not policy.offline_beside:
             return with_probes({**_rollout_gate(inputs, policy, harness, None, None), **record},
@@ -163,7 +164,7 @@ class Gate:
 
 
 def _rollout_gate(inputs: GateInputs, policy: GatePolicy, harness: rollout.HarnessFactory,
-                  successor: GateMetrics | None, parent: GateMetrics | None) -> dict[str, Any]:
+                  successor: GateMetrics | None, parent: GateMetrics | None) -> GateJson:
     ours = _rollouts(inputs, harness, inputs.successor_dir, policy)
     theirs = _rollouts(inputs, harness, inputs.parent_dir, policy, reusable(inputs, policy))
     logged = [ex.reward for ex in rollout.latest(inputs.held_out, policy.rollout_prompts)]
@@ -184,12 +185,12 @@ def _rollout_gate(inputs: GateInputs, policy: GatePolicy, harness: rollout.Harne
     }
 
 
-def by_group(ours: rollout.RolloutMetrics, theirs: rollout.RolloutMetrics) -> dict[str, Any]:
+def by_group(ours: rollout.RolloutMetrics, theirs: rollout.RolloutMetrics) -> dict[str, GroupRow]:
     """Mean reward and pass rate of each template group, both models (where the harness
     labels its cases)."""
     if not ours.groups or ours.cases != theirs.cases or len(theirs.rewards) != len(ours.rewards):
         return {}
-    rows: dict[str, Any] = {}
+    rows: dict[str, GroupRow] = {}
     for group in sorted(set(ours.groups)):
         at = [i for i, g in enumerate(ours.groups) if g == group]
 
@@ -201,7 +202,7 @@ def by_group(ours: rollout.RolloutMetrics, theirs: rollout.RolloutMetrics) -> di
     return rows
 
 
-def with_probes(record: dict[str, Any], inputs: GateInputs, policy: GatePolicy) -> dict[str, Any]:
+def with_probes(record: GateJson, inputs: GateInputs, policy: GatePolicy) -> GateJson:
     """The gate record with the non-inferiority check (``gate.probes``) when the policy asks
     for probe sets: parent and successor answer them, and a successor whose loss on one
     exceeds the margin with confidence is not promoted."""
@@ -224,12 +225,13 @@ def with_probes(record: dict[str, Any], inputs: GateInputs, policy: GatePolicy) 
     record = {**record, "non_inferiority": found}
     if failures:
         why = "; ".join(failures)
-        record.update(promote=False, reason=f"{record.get('reason', '')}; not promoted: {why}"
-                      if record.get("promote") else f"{record.get('reason', '')}; {why}")
+        record.update({"promote": False,
+                       "reason": f"{record.get('reason', '')}; not promoted: {why}"
+                       if record.get("promote") else f"{record.get('reason', '')}; {why}"})
     return record
 
 
-def _side(offline: GateMetrics | None, measured: rollout.RolloutMetrics) -> dict[str, Any]:
+def _side(offline: GateMetrics | None, measured: rollout.RolloutMetrics) -> Mapping[str, object]:
     if offline is None:
         return {"rollout_reward": measured.mean_reward, "n_rollouts": measured.n}
     return replace(offline, rollout_reward=measured.mean_reward, n_rollouts=measured.n).to_dict()

@@ -26,10 +26,11 @@ The harness that answers probe sets is registered by the composition root
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.gate.rollout import RolloutTarget
+from trainer.gate.shapes import MemoProvenance, ProbeRecord, ProbeSet, ProbeSide
 from trainer.gate.stats import non_inferiority, paired_bootstrap
 from trainer.gate.verdict import GateRecord
 
@@ -51,7 +52,7 @@ class ProbeMetrics:
     reused_from: str | None = None
     # Where the engine's answers came from: {"reused", "generated", "keys_sha256"} (the
     # answer memo's keys in case order, so a replay can regenerate and compare each one).
-    memo: dict[str, Any] | None = None
+    memo: MemoProvenance | None = None
 
     @property
     def n(self) -> int:
@@ -65,8 +66,12 @@ class ProbeMetrics:
     def pass_rate(self) -> float:
         return sum(self.passes) / len(self.passes) if self.passes else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "n": self.n, "mean": self.mean, "pass_rate": self.pass_rate}
+    def to_dict(self) -> ProbeSide:
+        return {"name": self.name, "cases": self.cases, "scores": self.scores,
+                "passes": self.passes, "answers": self.answers, "groups": self.groups,
+                "reused_from": self.reused_from,
+                "memo": None if self.memo is None else {**self.memo},
+                "n": self.n, "mean": self.mean, "pass_rate": self.pass_rate}
 
 
 # (specialist, the model to answer with, tasks per set, answers to reuse by set name, or
@@ -104,9 +109,9 @@ def reusable_answers(parent_gate: GateRecord | None, target: RolloutTarget
 def judge_probes(successor: Mapping[str, ProbeMetrics], parent: Mapping[str, ProbeMetrics],
                  margin: float, confidence: float, resamples: int, seed: int,
                  precision: str = "auto", power: float = DEFAULT_POWER
-                 ) -> tuple[dict[str, Any], list[str]]:
+                 ) -> tuple[ProbeRecord, list[str]]:
     """(the record, why not promoted) over every set both models answered."""
-    sets: dict[str, Any] = {}
+    sets: dict[str, ProbeSet] = {}
     failures: list[str] = []
     for name in sorted(set(successor) & set(parent)):
         ours, theirs = successor[name], parent[name]
@@ -127,7 +132,7 @@ def judge_probes(successor: Mapping[str, ProbeMetrics], parent: Mapping[str, Pro
             failures.append(f"{name}: the successor's change {check.mean:+.3f} has its one-sided "
                             f"{power:.0%} lower bound {check.lower:+.3f} below -{margin} "
                             f"(not shown to be within the non-inferiority margin)")
-    record = {"margin": margin, "confidence": confidence, "power": power,
+    record: ProbeRecord = {"margin": margin, "confidence": confidence, "power": power,
               "rule": f"not promoted unless the one-sided {power:.0%} lower bound of (successor "
                       f"- parent) on every set lies at or above -{margin}",
               "precision": precision, "ok": not failures, "sets": sets}

@@ -37,6 +37,7 @@ from evaluators.judging import Judging
 from evaluators.model import subject_tenant
 from kernel.errors import Invalid
 from trainer.datasets.manifest import ManifestExample
+from trainer.gate.shapes import MemoProvenance
 from trainer.ml.metrics import RolloutHarness
 
 ERROR_SAMPLES = 5  # distinct error messages kept in the gate record
@@ -183,7 +184,7 @@ class RolloutMetrics:
     groups: tuple[str, ...] = ()
     # Where the engine's answers came from (``inference.memo.provenance``): how many the
     # answer memo gave, how many were generated, and the digest of their keys in case order.
-    memo: dict[str, Any] | None = None
+    memo: MemoProvenance | None = None
 
     @property
     def pass_rate(self) -> float | None:
@@ -240,7 +241,7 @@ def measure(harness: RolloutHarness, cases: Sequence[RolloutCase],
     )
 
 
-def _memo_record(harness: RolloutHarness) -> dict[str, Any] | None:
+def _memo_record(harness: RolloutHarness) -> MemoProvenance | None:
     """A harness on the engine says where its last answers came from (``memo_record``)."""
     record = getattr(harness, "memo_record", None)
     return record() if callable(record) else None

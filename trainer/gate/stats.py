@@ -21,11 +21,48 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import TypedDict
 
 DEFAULT_RESAMPLES = 10_000
+
+
+class IntervalJson(TypedDict):
+    """``Interval.to_dict``: as gate records and demo reports store it."""
+
+    mean: float
+    low: float
+    high: float
+    level: float
+    n: int
+    resamples: int
+    seed: int
+
+
+class NonInferiorityJson(TypedDict):
+    """``NonInferiority.to_dict``."""
+
+    mean: float
+    lower: float
+    level: float
+    margin: float
+    n: int
+    sd: float
+    power: float
+    pass_if_equal: float
+    resamples: int
+    seed: int
+    ok: bool
+
+
+class SignTestJson(TypedDict):
+    """``SignTest.to_dict``."""
+
+    wins: int
+    losses: int
+    ties: int
+    p_value: float
 
 
 @dataclass(frozen=True)
@@ -38,8 +75,9 @@ class Interval:
     resamples: int
     seed: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> IntervalJson:
+        return {"mean": self.mean, "low": self.low, "high": self.high, "level": self.level,
+                "n": self.n, "resamples": self.resamples, "seed": self.seed}
 
 
 def _check(new: Sequence[float], old: Sequence[float]) -> None:
@@ -88,8 +126,11 @@ class NonInferiority:
     def ok(self) -> bool:
         return self.lower >= -self.margin
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
+    def to_dict(self) -> NonInferiorityJson:
+        return {"mean": self.mean, "lower": self.lower, "level": self.level,
+                "margin": self.margin, "n": self.n, "sd": self.sd, "power": self.power,
+                "pass_if_equal": self.pass_if_equal, "resamples": self.resamples,
+                "seed": self.seed, "ok": self.ok}
 
 
 def non_inferiority(new: Sequence[float], old: Sequence[float], *, margin: float, level: float,
@@ -143,8 +184,9 @@ class SignTest:
     ties: int
     p_value: float  # exact, two-sided
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> SignTestJson:
+        return {"wins": self.wins, "losses": self.losses, "ties": self.ties,
+                "p_value": self.p_value}
 
 
 def sign_test(new: Sequence[float], old: Sequence[float]) -> SignTest:

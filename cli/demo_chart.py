@@ -10,8 +10,10 @@ reward, promoted or not. With several seeds (``hcp demo --seeds``, cli/demo_seed
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+from cli.demo_shapes import DemoReport
 
 MEASURES = (  # (label, how to read the series from a specialist's report)
     ("held-out reward", lambda d: d.get("production_by_generation")),
@@ -30,7 +32,7 @@ SEED_PANELS = ("held-out pass rate", "evaluation set pass rate", "unseen templat
                "retention credit")
 
 
-def series(reports: list[dict[str, Any]], specialist: str) -> dict[str, list[list[float]]]:
+def series(reports: Sequence[DemoReport], specialist: str) -> dict[str, list[list[float]]]:
     """Measure -> one series per report (only measures every report has, fully)."""
     found: dict[str, list[list[float]]] = {}
     for label, read in MEASURES:
@@ -40,7 +42,7 @@ def series(reports: list[dict[str, Any]], specialist: str) -> dict[str, list[lis
     return found
 
 
-def chart(report: dict[str, Any], path: Path, reports: list[dict[str, Any]] | None = None,
+def chart(report: DemoReport, path: Path, reports: Sequence[DemoReport] | None = None,
           title: str | None = None) -> None:
     import matplotlib
 
@@ -77,7 +79,7 @@ def chart(report: dict[str, Any], path: Path, reports: list[dict[str, Any]] | No
     plt.close(fig)
 
 
-def seeds_chart(reports: list[dict[str, Any]], path: Path, title: str | None = None) -> None:
+def seeds_chart(reports: Sequence[DemoReport], path: Path, title: str | None = None) -> None:
     """One row per specialist, one panel per measure of ``SEED_PANELS``, one line per seed
     (its production adapter by generation) and their mean in black."""
     import matplotlib

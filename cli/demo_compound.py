@@ -14,21 +14,22 @@ seed, and the largest loss, against the gates' margin.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from cli.demo_shapes import Compounding, DemoReport, Loss
 from trainer.gate.stats import paired_bootstrap
 
 LEVEL, RESAMPLES = 0.95, 10_000
 PROBE_SETS = ("general", "unseen_templates", "retention")
 
 
-def compounding(reports: list[dict[str, Any]], specialist: str) -> list[dict[str, Any]]:
+def compounding(reports: Sequence[DemoReport], specialist: str) -> list[Compounding]:
     """One row per generation g >= 1: g against g - 1 on the evaluation set."""
     runs = [((r["specialists"].get(specialist) or {}).get("evaluation") or {})
             .get("passes_by_generation") for r in reports]
     if not runs or any(not run for run in runs):
         return []
-    rows = []
+    rows: list[Compounding] = []
     for g in range(1, min(len(run) for run in runs if run)):
         per_task = [sum(run[g][i] - run[g - 1][i] for run in runs if run) / len(runs)
                     for i in range(len(runs[0][0]))]  # type: ignore[index]
@@ -42,13 +43,12 @@ def compounding(reports: list[dict[str, Any]], specialist: str) -> list[dict[str
     return rows
 
 
-def losses(reports: list[dict[str, Any]], specialist: str, margin: float) -> dict[str, Any]:
+def losses(reports: Sequence[DemoReport], specialist: str, margin: float) -> dict[str, Loss]:
     """Per probe set: each seed's production credit change per generation and against the
     base, the worst of each, and whether any went beyond ``-margin``."""
-    found: dict[str, Any] = {}
+    found: dict[str, Loss] = {}
     for name in PROBE_SETS:
-        series = [(((r["specialists"].get(specialist) or {}).get("probes_by_generation") or {})
-                   .get(name) or {}).get("credit_by_generation") for r in reports]
+        series = [_credit(r, specialist, name) for r in reports]
         if not series or any(not s for s in series):
             continue
         steps = [[s[g] - s[g - 1] for g in range(1, len(s))] for s in series if s]
@@ -59,3 +59,9 @@ def losses(reports: list[dict[str, Any]], specialist: str, margin: float) -> dic
                        "worst_step": worst_step, "worst_versus_base": worst_base,
                        "beyond_margin": worst_step < -margin, "margin": margin}
     return found
+
+
+def _credit(report: DemoReport, specialist: str, probe_set: str) -> list[float] | None:
+    probes = (report["specialists"].get(specialist) or {}).get("probes_by_generation") or {}
+    found = probes.get(probe_set)
+    return found.get("credit_by_generation") if found else None

@@ -12,9 +12,10 @@ check's credit). Adapters are resolved by the registry and loaded by digest, ver
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from cli.demo_report import Generation
+from cli.demo_shapes import Evaluation, EvaluationGroup
 from harness.probes import greedy_answers, measure
 from harness.tasks import Task
 from inference.types import Target
@@ -28,15 +29,24 @@ def production_chain(rows: Sequence[Generation], specialist: str) -> list[str | 
     return chain
 
 
+class _Measured(TypedDict):
+    """One adapter on the evaluation set."""
+
+    pass_rate: float
+    credit: float
+    passes: list[bool]
+    groups: list[str]
+
+
 def evaluate(container: Any, base_model: str, rows: Sequence[Generation], specialist: str,
-             tasks: Sequence[Task], precision: str, device: str | None) -> dict[str, Any]:
+             tasks: Sequence[Task], precision: str, device: str | None) -> Evaluation:
     """Pass rate and mean check credit of the production adapter of each generation, and
     of every successor, promoted or not."""
     if not tasks:
         return {}
     chain = production_chain(rows, specialist)
     mine = [r for r in rows if r.specialist == specialist]
-    measured: dict[str | None, dict[str, Any]] = {}
+    measured: dict[str | None, _Measured] = {}
     # each distinct adapter once: the production chain's, then every rejected successor's,
     # so two recipes can be compared on this set whatever their gates decided
     for adapter_id in dict.fromkeys([*chain, *(r.adapter_id for r in mine)]):
@@ -59,9 +69,9 @@ def evaluate(container: Any, base_model: str, rows: Sequence[Generation], specia
             "by_group": _by_group(measured[chain[0]], measured[chain[-1]])}
 
 
-def _by_group(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+def _by_group(first: _Measured, last: _Measured) -> dict[str, EvaluationGroup]:
     """Pass rate per template group, base against the last production adapter."""
-    rows = {}
+    rows: dict[str, EvaluationGroup] = {}
     for group in sorted(set(first["groups"])):
         at = [i for i, g in enumerate(first["groups"]) if g == group]
         base = sum(first["passes"][i] for i in at) / len(at)

@@ -13,12 +13,24 @@ saw (``demo_eval``), and each run's objective, starting point and KL from the ba
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from rich.table import Table
 
-from trainer.gate.stats import paired_bootstrap
+from cli.demo_shapes import (
+    DemoConfigJson,
+    DemoReport,
+    Evaluation,
+    GenerationRow,
+    GroupGain,
+    ProbeRow,
+    ProbeSeries,
+    SpecialistReport,
+)
+from trainer.gate.shapes import GateJson, ProbeRecord
+from trainer.gate.stats import IntervalJson, paired_bootstrap
 
 LEVEL, RESAMPLES = 0.95, 10_000
 PROBE_SETS = ("general", "unseen_templates", "retention")
@@ -35,7 +47,7 @@ class Generation:
     examples: int  # selected and trained on
     parent_reward: float
     successor_reward: float
-    interval: dict[str, Any] | None
+    interval: IntervalJson | None
     promoted: bool
     reason: str
     seconds: float
@@ -43,7 +55,7 @@ class Generation:
     parent_pass_rate: float | None = None
     successor_pass_rate: float | None = None
     # per probe set: successor and parent credit and pass rate, the interval, ok
-    probes: dict[str, Any] = field(default_factory=dict)
+    probes: dict[str, ProbeRow] = field(default_factory=dict)
     objective: str = "sft"
     init: str = "parent"
     kl_from_base: float | None = None  # per token, KL(successor || base) on its training answers
@@ -84,17 +96,18 @@ def adapter_row(container: Any, adapter_id: str, gen: int, seconds: float,
         (training.get("kl_from_base") or {}).get("reverse"), answers)
 
 
-def probe_rows(gate: dict[str, Any]) -> dict[str, Any]:
+def probe_rows(gate: GateJson) -> dict[str, ProbeRow]:
     """Each probe set's figures from a gate record (``non_inferiority``)."""
-    rows = {}
-    record = gate.get("non_inferiority") or {}
+    rows: dict[str, ProbeRow] = {}
+    record: ProbeRecord = gate.get("non_inferiority") or {}
     for name, row in (record.get("sets") or {}).items():
         if "interval" not in row:
             continue
+        check = row.get("non_inferiority")
         rows[name] = {"delta": row["delta"], "high": row["interval"]["high"],
                       "low": row["interval"]["low"], "ok": row["ok"], "n": row["n"],
                       "credit": row["mean"], "pass_rate": row["pass_rate"],
-                      "lower": (row.get("non_inferiority") or {}).get("lower"),
+                      "lower": check["lower"] if check else None,
                       "power": row.get("power"), "pass_if_equal": row.get("pass_if_equal"),
                       "margin": record.get("margin")}
     return rows
@@ -118,7 +131,7 @@ def table(rows: list[Generation]) -> Table:
     return out
 
 
-def rejudge(container: Any, rows: list[Generation], specialist: str) -> dict[str, Any]:
+def rejudge(container: Any, rows: list[Generation], specialist: str) -> SpecialistReport:
     """Held-out reward and pass rate per generation of the production adapter (and of each
     candidate), judged under the contract now in force; the probe sets per generation;
     gains per template group; and the last production vs the base."""
@@ -137,11 +150,11 @@ def rejudge(container: Any, rows: list[Generation], specialist: str) -> dict[str
     harness = TasksRolloutHarness(container.inference, RolloutTarget("", None, 1),
                                   sandbox=container.code_sandbox)  # judges given answers only
 
-    def judged(record: dict[str, Any]) -> Any:
+    def judged(record: Mapping[str, Any]) -> Any:
         answers = dict(zip(record["cases"], record["answers"], strict=True))
         return measure(harness, cases, texts=[answers[c.subject.id] for c in cases])
 
-    records = [container.registry.adapter(r.adapter_id).metrics["gate"] for r in mine]
+    records: list[GateJson] = [container.registry.adapter(r.adapter_id).metrics["gate"] for r in mine]
     base = judged(records[0]["rollouts"]["parent"])
     current, production, candidates = base, [base], []
     for r, record in zip(mine, records, strict=True):
@@ -159,14 +172,15 @@ def rejudge(container: Any, rows: list[Generation], specialist: str) -> dict[str
             "contract": f"{cases[0].contract.document.contract.name}"}
 
 
-def _probes_by_generation(mine: list[Generation], records: list[dict[str, Any]]) -> dict[str, Any]:
+def _probes_by_generation(mine: list[Generation], records: list[GateJson]) -> dict[str, ProbeSeries]:
     """Each probe set's credit and pass rate of the production adapter, generation 0 first."""
-    found: dict[str, Any] = {}
+    found: dict[str, ProbeSeries] = {}
     for name in PROBE_SETS:
-        found_sets = [((rec.get("non_inferiority") or {}).get("sets") or {}).get(name) for rec in records]
+        found_sets = [((rec.get("non_inferiority") or ProbeRecord()).get("sets") or {}).get(name)
+                      for rec in records]
         if not found_sets or any(s is None or "mean" not in s for s in found_sets):
             continue
-        sets: list[dict[str, Any]] = [s for s in found_sets if s is not None]
+        sets = [s for s in found_sets if s is not None]
         credit, passes = [sets[0]["mean"]["parent"]], [sets[0]["pass_rate"]["parent"]]
         for r, s in zip(mine, sets, strict=True):
             credit.append(s["mean"]["successor"] if r.promoted else credit[-1])
@@ -176,12 +190,12 @@ def _probes_by_generation(mine: list[Generation], records: list[dict[str, Any]])
     return found
 
 
-def _groups(base: Any, last: Any) -> dict[str, Any]:
+def _groups(base: Any, last: Any) -> dict[str, GroupGain]:
     """Held-out reward and pass rate per template group: the base against the last production."""
     def mean(values: Any, at: list[int]) -> float | None:
         return sum(float(values[i]) for i in at) / len(at) if values else None
 
-    rows = {}
+    rows: dict[str, GroupGain] = {}
     for group in sorted(set(base.groups)):
         at = [i for i, g in enumerate(base.groups) if g == group]
         rows[group] = {"n": len(at), "base_reward": mean(base.rewards, at),
@@ -191,8 +205,8 @@ def _groups(base: Any, last: Any) -> dict[str, Any]:
 
 
 def finish_report(container: Any, demo: Any, base_model: str,
-                  evaluation: dict[str, Any] | None = None,
-                  environment: dict[str, Any] | None = None) -> dict[str, Any]:
+                  evaluation: Mapping[str, Evaluation] | None = None,
+                  environment: Mapping[str, object] | None = None) -> DemoReport:
     from cli.demo_chart import chart
 
     cfg, console = demo.config, demo.console
@@ -206,11 +220,13 @@ def finish_report(container: Any, demo: Any, base_model: str,
             data["evaluation"] = (evaluation or {}).get(s, {})
             _say(console, s, data)
     verify = container.store.verify()
-    report = {"model": base_model, "config": {**asdict(cfg), "out_dir": str(out_dir)},
-              "v2_after": cfg.v2_after, "generations": [asdict(g) for g in demo.generations],
-              "specialists": specialists, "timings_s": {k: round(v, 1) for k, v in demo.timings.items()},
-              "environment": environment or {}, "chain_intact": verify.intact,
-              "events": verify.checked}
+    config = cast(DemoConfigJson, {**asdict(cfg), "out_dir": str(out_dir)})
+    report: DemoReport = {
+        "model": base_model, "config": config,
+        "v2_after": cfg.v2_after, "generations": [_row(g) for g in demo.generations],
+        "specialists": specialists, "timings_s": {k: round(v, 1) for k, v in demo.timings.items()},
+        "environment": environment or {}, "chain_intact": verify.intact,
+        "events": verify.checked}
     (out_dir / "demo-report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     if any(specialists.values()):
         chart(report, out_dir / "demo-chart.png")
@@ -220,7 +236,7 @@ def finish_report(container: Any, demo: Any, base_model: str,
     return report
 
 
-def _say(console: Any, specialist: str, data: dict[str, Any]) -> None:
+def _say(console: Any, specialist: str, data: SpecialistReport) -> None:
     v = data["last_vs_base"]
     console.print(f"  {specialist}: held-out reward by generation "
                   f"{' -> '.join(f'{x:.3f}' for x in data['production_by_generation'])}; "
@@ -236,3 +252,7 @@ def _say(console: Any, specialist: str, data: dict[str, Any]) -> None:
     for name, probe in data["probes_by_generation"].items():
         console.print(f"    {name} ({probe['n']} tasks): credit "
                       f"{' -> '.join(f'{x:.3f}' for x in probe['credit_by_generation'])}")
+
+
+def _row(generation: Generation) -> GenerationRow:
+    return cast(GenerationRow, asdict(generation))  # the same fields

@@ -40,6 +40,7 @@ from cli.demo_setup import (  # noqa: F401 (re-exported: tests and the stack use
     ensure_specialists,
     task_sets,
 )
+from cli.demo_shapes import DemoReport, Evaluation
 from cli.demo_state import PIPED_DEMO_WIDTH, Backend, Demo, DemoConfig
 from contract.document import parse_contract
 from evaluators.publishing import PublishRefused
@@ -204,7 +205,7 @@ def publish_v2(demo: Demo) -> None:
 
 
 def run_demo(container: Container, config: DemoConfig, console: Console | None = None,
-             backend: Backend | None = None) -> dict[str, Any]:
+             backend: Backend | None = None) -> DemoReport:
     if console is None:
         console = Console()
         console = console if console.is_terminal else Console(width=PIPED_DEMO_WIDTH)
@@ -249,13 +250,13 @@ def plan_of(config: DemoConfig) -> list[tuple[str, str]]:
 
 
 def evaluate_production(demo: Demo, base_model: str,
-                        tasks: dict[str, list[Task]]) -> dict[str, Any]:
+                        tasks: dict[str, list[Task]]) -> dict[str, Evaluation]:
     """Every production adapter on the evaluation set (``demo_eval``)."""
     from cli.demo_eval import evaluate
 
     started = time.perf_counter()
     precision = precision_of(demo)
-    found = {}
+    found: dict[str, Evaluation] = {}
     for specialist, mine in tasks.items():
         with demo.console.status(f"evaluation set: {specialist}, every production adapter…"):
             found[specialist] = evaluate(demo.container, base_model, demo.generations, specialist,

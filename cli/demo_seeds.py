@@ -28,11 +28,19 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 
 from cli.demo_run import DemoConfig
+from cli.demo_shapes import (
+    DemoConfigJson,
+    DemoReport,
+    MeasureSpread,
+    SeedsSpecialist,
+    SeedsSummary,
+    Spread,
+)
 from cli.demo_state import PIPED_DEMO_WIDTH
 
 MAX_SEEDS = 32
@@ -71,7 +79,9 @@ def run_seeds(config: DemoConfig, seeds: list[int]) -> int:
                                  param_hint="--seeds")
     console = Console()
     console = console if console.is_terminal else Console(width=PIPED_DEMO_WIDTH)
-    reports, failed, seconds = [], [], {}
+    reports: list[DemoReport] = []
+    failed: list[int] = []
+    seconds: dict[int, float] = {}
     for seed in seeds:
         console.rule(f"[bold]seed {seed} ({seeds.index(seed) + 1} of {len(seeds)})")
         started = time.perf_counter()
@@ -117,23 +127,23 @@ def run_one(config: DemoConfig, seed: int, home: Path, out: Path, models: Path) 
                           check=False).returncode
 
 
-def spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> Spread:
     return {"mean": statistics.fmean(values),
             "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
             "min": min(values), "max": max(values), "n": len(values)}
 
 
-def summarise(config: DemoConfig, reports: list[dict[str, Any]], failed: list[int],
-              seconds: dict[int, float]) -> dict[str, Any]:
+def summarise(config: DemoConfig, reports: list[DemoReport], failed: list[int],
+              seconds: dict[int, float]) -> SeedsSummary:
     """Per specialist and measure: each generation's figure, step gain and gain over the
     base, as mean, sample standard deviation, min and max across seeds; and how many
     seeds promoted at each generation."""
     from cli.demo_chart import series
     from cli.demo_compound import compounding, losses
 
-    specialists: dict[str, Any] = {}
+    specialists: dict[str, SeedsSpecialist] = {}
     for specialist in config.specialists:
-        measures = {}
+        measures: dict[str, MeasureSpread] = {}
         for label, runs in series(reports, specialist).items():
             gens = range(1, len(runs[0]))
             measures[label] = {
@@ -147,23 +157,25 @@ def summarise(config: DemoConfig, reports: list[dict[str, Any]], failed: list[in
                                    "compounding": compounding(reports, specialist),
                                    "losses": losses(reports, specialist, probe_margin(reports))}
     return {"seeds": [r["config"]["seed"] for r in reports], "failed_seeds": failed,
-            "config": {**asdict(config), "seed": None, "out_dir": str(config.out_dir)},
+            "config": cast(DemoConfigJson, {**asdict(config), "seed": None,
+                                            "out_dir": str(config.out_dir)}),
             "model": reports[0]["model"], "specialists": specialists,
             "seconds_by_seed": seconds,
             "environment": reports[0].get("environment", {})}
 
 
-def probe_margin(reports: list[dict[str, Any]]) -> float:
+def probe_margin(reports: list[DemoReport]) -> float:
     """The gates' non-inferiority margin, as their records give it (0.05 when none does)."""
     for report in reports:
         for row in report.get("generations") or []:
             for probe in (row.get("probes") or {}).values():
-                if isinstance(probe, dict) and probe.get("margin") is not None:
-                    return float(probe["margin"])
+                margin = probe.get("margin") if isinstance(probe, dict) else None
+                if margin is not None:
+                    return float(margin)
     return 0.05
 
 
-def say(console: Any, summary: dict[str, Any]) -> None:
+def say(console: Any, summary: SeedsSummary) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -188,10 +200,10 @@ def say(console: Any, summary: dict[str, Any]) -> None:
                           f"fresh set ({row['n_tasks']} tasks, mean over {row['seeds']} seeds) "
                           f"{row['mean']:+.3f}, 95% interval [{i['low']:+.3f}, {i['high']:+.3f}]; "
                           f"per seed {', '.join(f'{x:+.3f}' for x in row['per_seed'])}")
-        for name, row in (data.get("losses") or {}).items():
-            console.print(f"  {specialist}: {name} worst step {row['worst_step']:+.3f}, worst "
-                          f"against the base {row['worst_versus_base']:+.3f} (margin {row['margin']})")
+        for name, loss in (data.get("losses") or {}).items():
+            console.print(f"  {specialist}: {name} worst step {loss['worst_step']:+.3f}, worst "
+                          f"against the base {loss['worst_versus_base']:+.3f} (margin {loss['margin']})")
 
 
-def cell(s: dict[str, Any]) -> str:
+def cell(s: Spread) -> str:
     return f"{s['mean']:+.3f} ± {s['sd']:.3f} [{s['min']:+.3f}, {s['max']:+.3f}]"

@@ -7,13 +7,16 @@ task harness adds the held-out pass rate and the non-inferiority check (``traine
 probes``: parent and successor on the general set, the unseen templates and the retention
 set, one row per set with its one-sided lower bound, power and chance that a successor that
 lost nothing passes; per-case answers left out). Whatever this module does not know by name is still
-shown, under "other fields", so new data is never hidden.
+shown, under "other fields", so new data is never hidden. The record is read as stored, of
+any age (``Mapping[str, Any]``: each field is checked before it is used); the views the
+page reads are typed.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, TypeGuard
+from collections.abc import Mapping
+from typing import Any, TypedDict, TypeGuard
 
 HEADLINES = {"heldout_margin": "held-out margin", "rollout_reward": "rollout reward"}
 INTERVAL_KEYS = ("interval", "bootstrap", "confidence_interval", "ci")
@@ -26,7 +29,74 @@ _KNOWN = {"promote", "reason", "comparison", "metric", "parent_is_base", "succes
           *SEED_KEYS}
 
 
-def gate_view(gate: dict[str, Any] | None) -> dict[str, Any] | None:
+class PairView(TypedDict):
+    parent: float
+    successor: float
+
+
+class HeadlineView(TypedDict):
+    name: str
+    successor: object
+    parent: object
+    delta: object
+    required: object
+    ok: object
+    interval: object
+
+
+class CriterionView(TypedDict):
+    name: str
+    successor: object
+    parent: object
+    delta: float | None
+    tolerance: object
+    gated: object
+    own: bool  # the criterion's own tolerance, not the record's default ("*")
+    ok: object
+    note: object
+    interval: object
+
+
+class ProbeSetView(TypedDict):
+    name: str
+    n: object
+    parent: object
+    successor: object
+    delta: object
+    pass_rate: PairView | None
+    interval: object
+    lower: object
+    pass_if_equal: object
+    ok: object
+    note: object
+
+
+class ProbesView(TypedDict):
+    ok: object
+    margin: object
+    confidence: object
+    power: object
+    note: object
+    sets: list[ProbeSetView]
+
+
+class GateView(TypedDict):
+    promote: object
+    reason: object
+    metric: object
+    parent_is_base: object
+    headlines: list[HeadlineView]
+    criteria: list[CriterionView]
+    default_tolerance: float | None
+    interval: object
+    samples: list[tuple[str, object]]
+    seed: object
+    pass_rate: PairView | None
+    probes: ProbesView | None
+    other: dict[str, object]  # every field not known by name
+
+
+def gate_view(gate: Mapping[str, Any] | None) -> GateView | None:
     """The decision, the headline rows, per-criterion deltas, interval, samples, seed."""
     if not gate:
         return None
@@ -62,12 +132,13 @@ def rounded(reason: Any) -> Any:
     return _LONG_FIGURE.sub(lambda m: f"{float(m.group()):.4f}", reason)
 
 
-def criteria_rows(criteria: dict[str, Any], tolerances: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def criteria_rows(criteria: Mapping[str, Any],
+                  tolerances: Mapping[str, object] | None = None) -> list[CriterionView]:
     """One row per criterion: successor, parent, delta, tolerance, gated, ok, note;
     ``own``: the tolerance is the criterion's own (else the record's default, ``*``, which
     the page states once instead of in every row)."""
     tolerances = tolerances or {}
-    rows = []
+    rows: list[CriterionView] = []
     for name, row in sorted(criteria.items()):
         if not isinstance(row, dict):
             continue
@@ -81,13 +152,13 @@ def criteria_rows(criteria: dict[str, Any], tolerances: dict[str, Any] | None = 
     return rows
 
 
-def probes_view(record: Any) -> dict[str, Any] | None:
+def probes_view(record: Any) -> ProbesView | None:
     """The non-inferiority check: its margin and confidence, a note when it compared
     nothing, and per probe set: cases, mean credit and pass rate of parent and successor,
     the delta, its interval, the verdict."""
     if not isinstance(record, dict):
         return None
-    rows = []
+    rows: list[ProbeSetView] = []
     for name, row in sorted((record.get("sets") or {}).items()):
         if not isinstance(row, dict):
             continue
@@ -105,7 +176,7 @@ def probes_view(record: Any) -> dict[str, Any] | None:
             "note": record.get("note", ""), "sets": rows}
 
 
-def _pair(value: Any) -> dict[str, Any] | None:
+def _pair(value: Any) -> PairView | None:
     """``{"parent": x, "successor": y}`` when both are numbers."""
     if isinstance(value, dict) and _number(value.get("parent")) and _number(value.get("successor")):
         return {"parent": value["parent"], "successor": value["successor"]}
@@ -126,18 +197,18 @@ def interval_text(interval: Any) -> str:
     return str(interval)
 
 
-def _headline(name: str, row: dict[str, Any]) -> dict[str, Any]:
+def _headline(name: str, row: Mapping[str, Any]) -> HeadlineView:
     return {"name": HEADLINES.get(name, name.replace("_", " ")), "successor": row.get("successor"),
             "parent": row.get("parent"), "delta": row.get("delta"), "required": row.get("required"),
             "ok": row.get("ok"), "interval": _first(INTERVAL_KEYS, row)}
 
 
-def _samples(gate: dict[str, Any], comparison: dict[str, Any]) -> list[tuple[str, Any]]:
+def _samples(gate: Mapping[str, Any], comparison: Mapping[str, Any]) -> list[tuple[str, object]]:
     return [(key.replace("_", " "), source[key]) for source in (gate, comparison)
             for key in SAMPLE_KEYS if key in source and not isinstance(source[key], dict | list)]
 
 
-def _first(keys: tuple[str, ...], *sources: dict[str, Any]) -> Any:
+def _first(keys: tuple[str, ...], *sources: Mapping[str, Any]) -> Any:
     for source in sources:
         for key in keys:
             if source.get(key) is not None:

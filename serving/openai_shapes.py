@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -143,15 +143,127 @@ class ChatRequest(_In):
         return bool(self.stream_options and self.stream_options.include_usage)
 
 
-def tool_call_json(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+class FunctionCallJson(TypedDict):
+    name: str
+    arguments: str  # JSON text
+
+
+class ToolCallJson(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: FunctionCallJson
+
+
+class IndexedToolCall(ToolCallJson):
+    """A tool call in a streamed delta."""
+
+    index: int
+
+
+class AssistantMessage(TypedDict):
+    role: Literal["assistant"]
+    content: str | None
+    tool_calls: NotRequired[list[ToolCallJson]]
+
+
+class Delta(TypedDict, total=False):
+    """What a streamed chunk adds to the message."""
+
+    role: Literal["assistant"]
+    content: str
+    tool_calls: list[IndexedToolCall]
+
+
+class TopLogprob(TypedDict):
+    token: str
+    bytes: list[int]
+    logprob: float
+
+
+class TokenLogprobJson(TopLogprob):
+    top_logprobs: list[TopLogprob]
+
+
+class LogprobsJson(TypedDict):
+    content: list[TokenLogprobJson]
+    refusal: None
+
+
+class UsageJson(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class HcpServed(TypedDict):
+    """``hcp`` in a completion: what served it (also in the X-HCP-* headers)."""
+
+    session: str
+    session_from: str  # the rule that found the session: header, user, history, new
+    specialist: str
+    adapter_version: str
+    adapter_digest: str | None
+    served_base: bool
+    base_weights_sha256: str
+    contract: str
+    strategy: str
+    scores: dict[str, float]
+    fallback: bool
+    notes: list[str]
+
+
+class CompletionChoice(TypedDict):
+    index: int
+    message: AssistantMessage
+    finish_reason: str
+    logprobs: LogprobsJson | None
+
+
+class CompletionJson(TypedDict):
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    system_fingerprint: str | None
+    choices: list[CompletionChoice]
+    usage: UsageJson
+    hcp: HcpServed
+
+
+class ChunkChoice(TypedDict):
+    index: int
+    delta: Delta
+    finish_reason: str | None
+    logprobs: LogprobsJson | None
+
+
+class ChunkJson(TypedDict):
+    id: str
+    object: Literal["chat.completion.chunk"]
+    created: int
+    model: str
+    system_fingerprint: str | None
+    choices: list[ChunkChoice]
+
+
+class UsageChunkJson(TypedDict):
+    id: str
+    object: Literal["chat.completion.chunk"]
+    created: int
+    model: str
+    choices: list[ChunkChoice]  # none: the usage chunk ends the stream
+    usage: UsageJson
+
+
+def tool_call_json(call_id: str, name: str, arguments: str) -> ToolCallJson:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def completion_json(completion_id: str, model: str, text: str | None,
-                    tool_calls: list[dict[str, Any]], finish: str, prompt_tokens: int,
-                    completion_tokens: int, extra: dict[str, Any],
-                    logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": text}
+                    tool_calls: list[ToolCallJson], finish: str, prompt_tokens: int,
+                    completion_tokens: int, extra: HcpServed,
+                    logprobs: LogprobsJson | None = None) -> CompletionJson:
+    message: AssistantMessage = {"role": "assistant", "content": text}
     if tool_calls:
         message["tool_calls"] = tool_calls
     return {"id": completion_id, "object": "chat.completion", "created": int(time.time()),
@@ -161,7 +273,7 @@ def completion_json(completion_id: str, model: str, text: str | None,
             "usage": usage_json(prompt_tokens, completion_tokens), "hcp": extra}
 
 
-def logprobs_json(tokens: Sequence[Any]) -> dict[str, Any]:
+def logprobs_json(tokens: Sequence[Any]) -> LogprobsJson:
     """OpenAI's ``choices[].logprobs``: each token (``inference.types.TokenLogprob``) with its
     bytes, log-probability and the likeliest tokens of its step."""
     return {"content": [
@@ -170,14 +282,14 @@ def logprobs_json(tokens: Sequence[Any]) -> dict[str, Any]:
         for t in tokens], "refusal": None}
 
 
-def usage_json(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+def usage_json(prompt_tokens: int, completion_tokens: int) -> UsageJson:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens}
 
 
-def chunk_json(completion_id: str, model: str, created: int, delta: dict[str, Any],
+def chunk_json(completion_id: str, model: str, created: int, delta: Delta,
                finish: str | None, fingerprint: str | None,
-               logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
+               logprobs: LogprobsJson | None = None) -> ChunkJson:
     return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
             "model": model, "system_fingerprint": fingerprint,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
@@ -185,6 +297,6 @@ def chunk_json(completion_id: str, model: str, created: int, delta: dict[str, An
 
 
 def usage_chunk_json(completion_id: str, model: str, created: int, prompt_tokens: int,
-                     completion_tokens: int) -> dict[str, Any]:
+                     completion_tokens: int) -> UsageChunkJson:
     return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
             "model": model, "choices": [], "usage": usage_json(prompt_tokens, completion_tokens)}

@@ -24,7 +24,7 @@ from contract.sections import Harness, StoredText
 from harness.routing import routing_input
 from inference.stops import after_json_object
 from kernel.errors import Invalid
-from serving.openai_shapes import ChatRequest, Message, ToolSpec
+from serving.openai_shapes import ChatRequest, Message, ToolCallJson, ToolSpec
 
 
 class ToolRefused(Invalid):
@@ -39,7 +39,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
 
-    def openai(self) -> dict[str, Any]:
+    def openai(self) -> ToolCallJson:
         return {"id": self.call_id, "type": "function",
                 "function": {"name": self.name, "arguments": json.dumps(self.arguments)}}
 

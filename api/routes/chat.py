@@ -30,6 +30,8 @@ from serving.feedback import FeedbackIn, record_feedback
 from serving.gateway import ChatGateway, RecordingFailed, Unavailable
 from serving.openai_shapes import (
     ChatRequest,
+    Delta,
+    HcpServed,
     chunk_json,
     completion_json,
     logprobs_json,
@@ -86,7 +88,7 @@ def served_headers(exchange: Exchange) -> dict[str, str]:
             **({"X-HCP-Record-Ms": f"{exchange.record_ms:.3f}"} if exchange.record_ms is not None else {})}
 
 
-def hcp_extra(exchange: Exchange) -> dict[str, Any]:
+def hcp_extra(exchange: Exchange) -> HcpServed:
     c = exchange.choice
     return {"session": str(exchange.session.session_id),
             "session_from": exchange.session.found_by, "specialist": c.specialist,
@@ -182,7 +184,7 @@ async def _stream(gateway: ChatGateway, exchange: Exchange, principal: Principal
         yield _sse(error_body(code, str(exc)[:300]))
         return
     if outcome.tool_call is not None:
-        delta = {"tool_calls": [{"index": 0, **outcome.tool_call.openai()}]}
+        delta: Delta = {"tool_calls": [{"index": 0, **outcome.tool_call.openai()}]}
         yield _sse(chunk_json(cid, model, created, delta, None, digest))
     if outcome.logprobs is not None:  # every token's, in one chunk before the finish
         yield _sse(chunk_json(cid, model, created, {"content": ""}, None, digest,

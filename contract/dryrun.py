@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from contract.evaluate import Evaluation
 
@@ -25,6 +25,40 @@ class Mover:
     @property
     def delta(self) -> float:
         return self.draft - self.baseline
+
+
+class ErrorSample(TypedDict):
+    """A subject's rubric error (``EvaluationError.to_json``, with the subject)."""
+
+    subject_id: str
+    item: str
+    message: str
+    kind: str
+
+
+class CriterionShift(TypedDict):
+    """One criterion under the draft against the baseline."""
+
+    mean: float | None
+    baseline_mean: float | None
+    mean_delta: float | None
+    compared: int
+    errors: int
+    baseline_errors: int
+
+
+class SpecialistShift(TypedDict):
+    """The subjects one specialist served ("-": none), under the draft against the baseline."""
+
+    count: int
+    applicable: int
+    scored: int
+    errors: int
+    error_rate: float
+    mean: float | None
+    baseline_mean: float | None
+    mean_delta: float | None
+    compared: int
 
 
 @dataclass(frozen=True)
@@ -43,11 +77,9 @@ class DryRunReport:
     became_eligible: int  # not eligible under the baseline, eligible under the draft
     became_ineligible: int
     largest_movers: tuple[Mover, ...]
-    error_samples: tuple[dict[str, Any], ...]  # a few errors, to show the author why
-    # criterion id -> mean, baseline_mean, mean_delta, compared, errors, baseline_errors
-    criteria: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # specialist ("-": none) -> count, scored, errors, error_rate, mean, baseline_mean, mean_delta
-    specialists: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error_samples: tuple[ErrorSample, ...]  # a few errors, to show the author why
+    criteria: dict[str, CriterionShift] = field(default_factory=dict)  # by criterion id
+    specialists: dict[str, SpecialistShift] = field(default_factory=dict)
 
     @property
     def error_rate(self) -> float:
@@ -104,11 +136,11 @@ def dry_run_report(
     )
 
 
-def _criteria(draft: Sequence[Evaluation], before: Mapping[str, Evaluation]) -> dict[str, dict[str, Any]]:
+def _criteria(draft: Sequence[Evaluation], before: Mapping[str, Evaluation]) -> dict[str, CriterionShift]:
     ids = sorted({c for e in [*draft, *before.values()] for c in e.components}
                  | {i.removeprefix("criterion:") for e in [*draft, *before.values()]
                     for i in (err.item for err in e.errors) if i.startswith("criterion:")})
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, CriterionShift] = {}
     for cid in ids:
         ours = [e.components[cid] for e in draft if cid in e.components]
         theirs = [e.components[cid] for e in before.values() if cid in e.components]
@@ -122,11 +154,11 @@ def _criteria(draft: Sequence[Evaluation], before: Mapping[str, Evaluation]) -> 
 
 
 def _by_specialist(draft: Sequence[Evaluation], before: Mapping[str, Evaluation],
-                   specialists: Mapping[str, str | None]) -> dict[str, dict[str, Any]]:
+                   specialists: Mapping[str, str | None]) -> dict[str, SpecialistShift]:
     groups: dict[str, list[Evaluation]] = {}
     for evaluation in draft:
         groups.setdefault(specialists.get(evaluation.subject_id) or "-", []).append(evaluation)
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, SpecialistShift] = {}
     for name in sorted(groups):
         ours = groups[name]
         theirs = [before[e.subject_id] for e in ours if e.subject_id in before]
@@ -163,11 +195,12 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _samples(draft: Sequence[Evaluation], limit: int) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
+def _samples(draft: Sequence[Evaluation], limit: int) -> list[ErrorSample]:
+    found: list[ErrorSample] = []
     for evaluation in draft:
         for error in evaluation.errors:
             if len(found) >= limit:
                 return found
-            found.append({"subject_id": evaluation.subject_id, **error.to_json()})
+            found.append({"subject_id": evaluation.subject_id, "item": error.item,
+                          "message": error.message, "kind": error.kind})
     return found

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from contract.dryrun import ErrorSample
 from contract.error_text import message_without_event_text
 from contract.versions import DRAFT, ContractVersion, ContractVersions
 from evaluators.dryrun import DryRun, DryRuns, Selection
@@ -34,7 +35,7 @@ class PublishCheck:
     error_rate: float
     max_error_rate: float
     passed: bool
-    samples: tuple[dict[str, Any], ...] = ()
+    samples: tuple[ErrorSample, ...] = ()
 
     @classmethod
     def of(cls, run: DryRun) -> PublishCheck:

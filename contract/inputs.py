@@ -15,6 +15,15 @@ from typing import Any, Generic, TypeVar
 from contract import vocabulary as v
 from contract.input_caps import MAX_EVENTS, MAX_ITEMS, MAX_TEXT, MAX_TOOL_CALLS, MAX_TURNS, Caps
 from contract.input_scan import Scan, Turn, text_of
+from contract.input_shapes import (
+    CountsInput,
+    EventInput,
+    FeedbackInput,
+    OutcomeInput,
+    SubjectInput,
+    ToolCallInput,
+    TurnInput,
+)
 from contract.sections import Harness
 from contract.signals import Reaction, reaction, reaction_json, signals_json
 from contract.subject import Subject
@@ -88,7 +97,7 @@ class _Digest:
         self.served_by: str | None = scan.routed or scan.last_specialist
 
     @_computed_once
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[ToolCallInput]:
         return _tool_calls(self.scan.called, self.scan.results, self.harness, self.served_by, self.caps)
 
     @_computed_once
@@ -105,7 +114,7 @@ class _Digest:
                 for t, n in zip(self.turns, nexts, strict=True)]
 
     @_computed_once
-    def outcome(self) -> dict[str, Any]:
+    def outcome(self) -> OutcomeInput:
         return _outcome(self.scan.completed)
 
     def truncated(self) -> bool:
@@ -137,7 +146,7 @@ _BUILDERS: dict[str, Callable[[_Digest], Any]] = {
 }
 
 
-def _subject(subject: Subject) -> dict[str, Any]:
+def _subject(subject: Subject) -> SubjectInput:
     return {
         "id": subject.id,
         "kind": subject.kind,
@@ -148,7 +157,7 @@ def _subject(subject: Subject) -> dict[str, Any]:
     }
 
 
-def _event(event: RecordedEvent, caps: Caps) -> dict[str, Any]:
+def _event(event: RecordedEvent, caps: Caps) -> EventInput:
     meta = event.metadata
     return {
         "event_id": str(event.event_id),
@@ -163,7 +172,7 @@ def _event(event: RecordedEvent, caps: Caps) -> dict[str, Any]:
     }
 
 
-def _turn_json(turn: Turn, reacted: Reaction, caps: Caps) -> dict[str, Any]:
+def _turn_json(turn: Turn, reacted: Reaction, caps: Caps) -> TurnInput:
     return {
         **reaction_json(reacted, caps),
         "user_seq": turn.user_seq,
@@ -178,8 +187,8 @@ def _turn_json(turn: Turn, reacted: Reaction, caps: Caps) -> dict[str, Any]:
 
 
 def _tool_calls(called: list[RecordedEvent], results: dict[str, dict[str, Any]], harness: Harness,
-                served_by: str | None, caps: Caps) -> list[dict[str, Any]]:
-    calls = []
+                served_by: str | None, caps: Caps) -> list[ToolCallInput]:
+    calls: list[ToolCallInput] = []
     for event in called:
         call_id, tool = _str(event.payload.get("call_id")), _str(event.payload.get("tool"))
         result = results.get(call_id)
@@ -201,7 +210,7 @@ def _tool_calls(called: list[RecordedEvent], results: dict[str, dict[str, Any]],
     return calls
 
 
-def _feedback(given: list[RecordedEvent], caps: Caps) -> dict[str, Any]:
+def _feedback(given: list[RecordedEvent], caps: Caps) -> FeedbackInput:
     ratings: list[float] = []
     comments: list[str] = []
     up = down = 0
@@ -226,7 +235,7 @@ def _feedback(given: list[RecordedEvent], caps: Caps) -> dict[str, Any]:
     }
 
 
-def _outcome(completed: RecordedEvent | None) -> dict[str, Any]:
+def _outcome(completed: RecordedEvent | None) -> OutcomeInput:
     payload = completed.payload if completed is not None else {}
     outcome, score = payload.get("outcome"), payload.get("score")
     return {
@@ -254,7 +263,7 @@ def _tool_tallies(called: list[RecordedEvent], results: dict[str, dict[str, Any]
 
 
 def _counts(events: tuple[RecordedEvent, ...], by_type: dict[str, int], turns: list[Turn],
-            tools: tuple[int, int, int, int]) -> dict[str, Any]:
+            tools: tuple[int, int, int, int]) -> CountsInput:
     answered = 0
     for turn in turns:
         if turn.assistant:

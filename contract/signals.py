@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.input_caps import MAX_ITEMS, Caps
+from contract.input_shapes import ReactionInput, SignalsInput
 from events.model import RecordedEvent
 
 REPHRASE_AT = 0.5
@@ -98,7 +99,7 @@ def _content(text: str) -> frozenset[str]:
     return content or frozenset(words)
 
 
-def reaction_json(reacted: Reaction, caps: Caps) -> dict[str, Any]:
+def reaction_json(reacted: Reaction, caps: Caps) -> ReactionInput:
     following = reacted.next_user_text
     return {"next_user_text": caps.text(following) if following is not None else None,
             "next_similarity": reacted.similarity, "regenerated": reacted.regenerated,
@@ -106,7 +107,7 @@ def reaction_json(reacted: Reaction, caps: Caps) -> dict[str, Any]:
 
 
 def signals_json(reactions: list[Reaction], given: list[RecordedEvent],
-             results: dict[str, dict[str, Any]], caps: Caps) -> dict[str, Any]:
+             results: dict[str, dict[str, Any]], caps: Caps) -> SignalsInput:
     """What the user did next, over the subject's answered turns (contract/signals.py)."""
     corrections = [caps.text(e.payload["correction"]) for e in given
                    if isinstance(e.payload.get("correction"), str)]

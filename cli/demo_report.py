@@ -107,7 +107,7 @@ def probe_rows(gate: GateJson) -> dict[str, ProbeRow]:
         rows[name] = {"delta": row["delta"], "high": row["interval"]["high"],
                       "low": row["interval"]["low"], "ok": row["ok"], "n": row["n"],
                       "credit": row["mean"], "pass_rate": row["pass_rate"],
-                      "lower": check["lower"] if check else None,
+                      "lower": check.get("lower") if check else None,
                       "power": row.get("power"), "pass_if_equal": row.get("pass_if_equal"),
                       "margin": record.get("margin")}
     return rows

@@ -101,8 +101,8 @@ def _paired_stats(successor: RolloutMetrics, parent: RolloutMetrics,
     # The chance this set shows a true gain of the probe margin (the smallest change the
     # gate declares it cares about), at the spread of differences it measured.
     power: Power = {"gain": policy.probe_margin, "sd": sd, "n": len(diffs),
-             "value": power_of_gain(sd, len(diffs), policy.probe_margin + policy.margin,
-                                    policy.confidence)}
+                    "value": power_of_gain(sd, len(diffs), policy.probe_margin + policy.margin,
+                                           policy.confidence)}
     return {"interval": interval.to_dict(), "samples": interval.n, "seed": policy.seed,
             "sign_test": sign.to_dict(), "power": power}
 

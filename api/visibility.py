@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from access.principal import Principal
+from audit.lineage import LineageLink
 from contract.error_text import without_event_text
 from evaluators.model import RewardRecord
 from evaluators.reevaluation_model import Job
@@ -72,7 +73,7 @@ def resolved_json(resolved: Resolved, principal: Principal) -> dict[str, Any]:
     return {**body, "artifact_uri": None, "base_model": {**body["base_model"], "path": None}}
 
 
-def lineage_link_json(link: dict[str, Any], principal: Principal) -> dict[str, Any]:
+def lineage_link_json(link: LineageLink, principal: Principal) -> LineageLink:
     if principal.operator:
         return link
     return {**link, "artifact": {**link["artifact"], "uri": None}}

@@ -9,7 +9,8 @@ address on disk and the manifest's stored content still hashes to its content ha
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict
 
 from kernel.errors import Conflict
 from trainer.datasets.manifests import Manifests
@@ -18,13 +19,57 @@ from trainer.registry.artifacts import ArtifactCorrupted, ArtifactNotFound, Arti
 from trainer.registry.registry import Registry
 
 
+class BaseModelCheck(TypedDict):
+    name: str
+    weights_sha256: str
+    verified: bool | None  # None: not re-hashed (not ``deep``)
+
+
+class ManifestCheck(TypedDict):
+    manifest_id: str
+    content_hash: str
+    examples_sha256: str
+    reward_count: int
+    example_count: int
+    split: dict[str, int]
+    cut_from: int
+    cut_to: int
+    verified: bool  # the stored content still hashes to its content hash
+    rebuilt: bool | None  # rebuilt from the events (``deep``), else None
+
+
+class ArtifactCheck(TypedDict):
+    sha256: str
+    uri: str | None  # None: not shown to this reader (``api.visibility``)
+    verified: bool
+    note: str | None  # why it did not verify
+
+
+class LineageLink(TypedDict):
+    """One version of a chain, and what was checked of it."""
+
+    adapter_id: str
+    specialist: str
+    version: int
+    status: str
+    parent_adapter_id: str | None
+    training_run_id: str
+    registered_at: str
+    base_model: BaseModelCheck
+    manifest: ManifestCheck
+    contract_versions: list[Mapping[str, object]]  # ``ContractRef.to_json``
+    hyper: Mapping[str, object]  # the run's hyper-parameters, as registered
+    artifact: ArtifactCheck
+    verified: bool
+
+
 class Lineage:
     def __init__(self, registry: Registry, manifests: Manifests, artifacts: ArtifactStore) -> None:
         self.registry, self.manifests, self.artifacts = registry, manifests, artifacts
 
-    def chain(self, adapter_id: str, deep: bool = False) -> list[dict[str, Any]]:
+    def chain(self, adapter_id: str, deep: bool = False) -> list[LineageLink]:
         """The version itself first, then its parent, … down to the root."""
-        links: list[dict[str, Any]] = []
+        links: list[LineageLink] = []
         seen: set[str] = set()
         current: str | None = adapter_id
         while current is not None and current not in seen:
@@ -33,7 +78,7 @@ class Lineage:
             current = links[-1]["parent_adapter_id"]
         return links
 
-    def link(self, adapter_id: str, deep: bool = False) -> dict[str, Any]:
+    def link(self, adapter_id: str, deep: bool = False) -> LineageLink:
         adapter = self.registry.adapter(adapter_id)
         base = self.registry.base_model(adapter.base_model)
         row = self.manifests.row(adapter.manifest_id)

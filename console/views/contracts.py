@@ -4,7 +4,7 @@ semantic diff of any two versions, dry-run reports and re-scoring progress."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 from console.views.charts import bar_chart
 from contract.diff import diff_contracts
@@ -60,7 +60,31 @@ def version_page(container: Container, name: str, number: int) -> dict[str, Any]
     }
 
 
-def rubric(document: ContractDocument) -> dict[str, Any]:
+class CriterionLine(TypedDict):
+    id: str
+    weight: float
+    share: float  # of the weights' total
+    description: str
+    expression: str
+
+
+class GateLine(TypedDict):
+    id: str
+    description: str
+    expression: str
+
+
+class RubricView(TypedDict):
+    subject: str
+    aggregation: str
+    criteria: list[CriterionLine]
+    gates: list[GateLine]
+    held_out_fraction: float
+    eligible: str
+    triggers: list[str]
+
+
+def rubric(document: ContractDocument) -> RubricView:
     """Criteria with their weights' shares, gates, split and triggers, for reading."""
     evaluation = document.evaluation
     total = sum(c.weight for c in evaluation.criteria)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
-from console.views.serves import serves
+from console.views.serves import Serves, serves
 from hcp.bootstrap import Container
-from trainer.registry.model import AdapterVersion, AliasMove
+from trainer.registry.model import AdapterStatus, AdapterVersion, AliasMove, Specialist
 
 PAGE = 50
 
@@ -23,7 +23,37 @@ class TimelineRow:
     until: datetime | None  # when the next move of the same alias replaced it (None: still)
 
 
-def overview(container: Container) -> list[dict[str, Any]]:
+class ServingView(TypedDict):
+    """The contract versions serving a specialist: this server's, and other servers'."""
+
+    used: str  # the contract this server serves under (HCP_SERVING_CONTRACT)
+    here: str | None
+    others: list[str]
+
+
+class SpecialistRow(TypedDict):
+    specialist: Specialist
+    aliases: dict[str, AliasMove]  # where each alias points now
+    serving: ServingView | None
+    serves: Serves
+
+
+class Period(TypedDict):
+    """An alias pointing at one version, from ``since`` until ``until`` (None: still)."""
+
+    adapter_id: str | None
+    since: datetime
+    until: datetime | None
+    actor: str
+    reason: str
+
+
+class AliasChoice(TypedDict):
+    adapter_id: str
+    status: AdapterStatus
+
+
+def overview(container: Container) -> list[SpecialistRow]:
     """Every specialist with the adapters its aliases point to now, and the contract
     versions serving it (where the server records which version serves which specialist)."""
     serving = serving_contracts(container)
@@ -47,7 +77,7 @@ def serving_contracts(container: Container, at: datetime | None = None) -> dict[
 
 
 def serving_of(serving: dict[str, list[str]] | None, specialist: str,
-               used: str) -> dict[str, Any] | None:
+               used: str) -> ServingView | None:
     """The versions serving ``specialist``: ``here``, the one of the contract this server
     serves under (``used``, HCP_SERVING_CONTRACT), and the ``others`` (other servers')."""
     if serving is None:
@@ -93,9 +123,9 @@ def timeline(moves: list[AliasMove]) -> list[TimelineRow]:
     return rows
 
 
-def periods(moves: list[AliasMove]) -> dict[str, list[dict[str, Any]]]:
+def periods(moves: list[AliasMove]) -> dict[str, list[Period]]:
     """Per alias, oldest first: which version it pointed to from when until when."""
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[Period]] = {}
     for move in sorted(moves, key=lambda m: m.position):
         spans = found.setdefault(move.alias, [])
         if spans:
@@ -105,6 +135,6 @@ def periods(moves: list[AliasMove]) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def choices(adapters: list[AdapterVersion]) -> list[dict[str, Any]]:
+def choices(adapters: list[AdapterVersion]) -> list[AliasChoice]:
     """What an alias can be moved to: the listed versions, rejected ones marked."""
     return [{"adapter_id": a.adapter_id, "status": a.status} for a in adapters]

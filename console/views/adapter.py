@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.views.charts import bar_chart, line_chart
+from console.views.charts import Chart, bar_chart, line_chart
 from console.views.gate import gate_view
 from console.views.lineage import DEFAULT_DEPTH, graph
 from console.views.members import MemberFilter, members, selected_examples, selection
@@ -50,13 +50,13 @@ def records(container: Container, adapter_id: str, where: MemberFilter, after: i
             "examples_used": (adapter.metrics or {}).get("training", {}).get("examples_used")}
 
 
-def loss_chart(curve: list[list[float]]) -> dict[str, Any]:
+def loss_chart(curve: list[list[float]]) -> Chart:
     """The downsampled [step, loss] pairs the runner keeps."""
     return line_chart("training loss", [int(step) for step, _ in curve],
                       [{"label": "loss", "data": [loss for _, loss in curve]}], "step", "loss")
 
 
-def reward_chart(histograms: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+def reward_chart(histograms: dict[str, tuple[int, ...]]) -> Chart:
     """The score histogram of the manifest's rewards, one stacked series per split."""
     return bar_chart("rewards behind this version's data",
                      [{"label": split, "data": list(counts)} for split, counts in histograms.items()],

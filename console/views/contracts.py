@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, TypedDict
 
-from console.views.charts import bar_chart
+from console.views.charts import Dataset, bar_chart
 from contract.diff import diff_contracts
 from contract.document import ContractDocument, parse_contract
 from contract.problems import ContractInvalid
@@ -123,7 +123,7 @@ def dry_run(container: Container, name: str, number: int, baseline: int | None,
     (default: the draft's parent if published, else the latest published). Writes nothing."""
     result = container.dry_runs.run(name, number, Selection(last=last), baseline).to_json()
     report = result["report"]
-    datasets = [{"label": f"v{number} (this version)", "data": report["histogram"]}]
+    datasets: list[Dataset] = [{"label": f"v{number} (this version)", "data": report["histogram"]}]
     if result["baseline"] is not None:
         datasets.insert(0, {"label": f"v{result['baseline']['version']} (baseline)",
                             "data": report["baseline_histogram"]})

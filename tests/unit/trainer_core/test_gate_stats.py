@@ -62,3 +62,17 @@ def test_the_sign_test_can_decide_instead():
     assert record["promote"] is True and record["sign_test"]["p_value"] < 0.05
     record = judge_rollouts(metrics([1.0] * 3 + [0.0] * 7), metrics([0.0] * 10), policy(test="sign"))
     assert record["promote"] is False  # 3 wins, 0 losses: p = 0.25
+
+
+def test_each_statistic_is_stored_with_every_field_in_field_order():
+    """Gate records are stored and hashed as written: a field added to a statistic must
+    reach its JSON, in the dataclass's order (``ok`` last on the non-inferiority check)."""
+    from dataclasses import asdict
+
+    from trainer.gate.stats import non_inferiority
+
+    new, old = [1.0, 0.0, 1.0, 1.0] * 6, [1.0, 0.0, 0.0, 1.0] * 6
+    for stat in (paired_bootstrap(new, old, seed=1, resamples=500), sign_test(new, old)):
+        assert list(stat.to_dict().items()) == list(asdict(stat).items())
+    check = non_inferiority(new, old, margin=0.05, level=0.8)
+    assert list(check.to_dict().items()) == [*asdict(check).items(), ("ok", check.ok)]

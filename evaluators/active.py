@@ -27,6 +27,23 @@ def compile_version(version: ContractVersion, subject_budget_s: float | None = N
     return ScoringVersion(ref, compile_contract(doc, subject_limits(doc, subject_budget_s)))
 
 
+class CompiledVersions:
+    """Stored versions compiled on first use, by (name, version): a published version never
+    changes, so neither does what it compiles to (the re-evaluator's and the judge
+    backlog's cache)."""
+
+    def __init__(self, contracts: ContractVersions, subject_budget_s: float | None) -> None:
+        self.contracts, self.subject_budget_s = contracts, subject_budget_s
+        self._compiled: dict[tuple[str, int], ScoringVersion] = {}
+
+    def get(self, name: str, version: int) -> ScoringVersion:
+        key = (name, version)
+        if key not in self._compiled:
+            self._compiled[key] = compile_version(self.contracts.get(name, version),
+                                                  self.subject_budget_s)
+        return self._compiled[key]
+
+
 def subject_limits(doc: ContractDocument, subject_budget_s: float | None,
                    base: Limits = DEFAULT_LIMITS) -> Limits:
     """The rubric limits under which one subject's expressions together fit the budget."""

@@ -29,12 +29,12 @@ from contract.rubric import ExpressionError
 from contract.subject import Subject
 from contract.versions import ContractVersions
 from evaluators import backlog_rows as rows
-from evaluators.active import compile_version
+from evaluators.active import CompiledVersions
 from evaluators.backlog_rows import Waiting
 from evaluators.judging import JudgeUnavailable, Judging
 from evaluators.model import RewardRecord, failed_reward, reward_for
 from evaluators.rewards import RewardStore
-from evaluators.scoring import ScoringVersion, evaluate_with_judges, split_of
+from evaluators.scoring import evaluate_with_judges, split_of
 from evaluators.subjects import SubjectReader
 from events.store import EventStore
 from kernel.clock import utcnow
@@ -62,7 +62,7 @@ class JudgeBacklog:
         self.engine, self.contracts, self.rewards, self.judging = engine, contracts, rewards, judging
         self.subjects = SubjectReader(store)
         self.subject_budget_s = subject_budget_s
-        self._compiled: dict[tuple[str, int], ScoringVersion] = {}
+        self._versions = CompiledVersions(contracts, subject_budget_s)
 
     def step(self, budget_s: float = 10.0, limit: int = 32) -> BacklogStep:
         """Judge the due rows until ``budget_s`` is spent or a judge cannot answer."""
@@ -93,7 +93,7 @@ class JudgeBacklog:
 
     def _reward(self, item: Waiting) -> RewardRecord | None:
         try:
-            version = self._version(item.contract_name, item.contract_version)
+            version = self._versions.get(item.contract_name, item.contract_version)
         except (ContractInvalid, ExpressionError) as exc:  # would fail the same way forever
             log.warning("%s under %s@%s cannot be scored: %s", item.subject_id, item.contract_name,
                         item.contract_version, exc)
@@ -123,13 +123,6 @@ class JudgeBacklog:
                     item.contract_name, item.contract_version, item.attempts + 1, error)
         with self.engine.begin() as conn:
             rows.defer(conn, item, error, wait_after(item.attempts))
-
-    def _version(self, name: str, version: int) -> ScoringVersion:
-        key = (name, version)
-        if key not in self._compiled:
-            self._compiled[key] = compile_version(self.contracts.get(name, version),
-                                                  self.subject_budget_s)
-        return self._compiled[key]
 
     def waiting(self, status: str | None = rows.WAITING, limit: int = 100,
                 tenant: str | None = None) -> list[Waiting]:

@@ -41,7 +41,7 @@ from sqlalchemy.engine import Connection, Engine
 from contract.problems import ContractInvalid
 from contract.rubric import ExpressionError
 from contract.versions import PUBLISHED, ContractVersions, VersionConflict
-from evaluators.active import compile_version
+from evaluators.active import CompiledVersions
 from evaluators.chunk_claims import Claim, claim_chunk
 from evaluators.chunk_commits import commit_in_order
 from evaluators.events import ReevaluationFinished, reevaluation_stream
@@ -59,7 +59,7 @@ from evaluators.reevaluation_model import (
 )
 from evaluators.rewards import RewardStore
 from evaluators.saving import BackgroundSave
-from evaluators.scoring import Awaiting, ScoringVersion, score_subjects
+from evaluators.scoring import Awaiting, score_subjects
 from evaluators.subjects import SubjectReader
 from evaluators.tables import reevaluations as jobs
 from events.model import EventMetadata
@@ -84,7 +84,7 @@ class Reevaluations:
         self.chunk_positions, self.subject_budget_s = chunk_positions, subject_budget_s
         self.degraded_above = degraded_above  # error share of applicable subjects
         self.stall_s = STALL_S
-        self._compiled: dict[tuple[str, int], ScoringVersion] = {}
+        self._versions = CompiledVersions(contracts, subject_budget_s)
 
     def start(self, name: str, version: int, from_position: int = 1) -> Job:
         """The job for (name, version, from_position), created if new (``to_position`` =
@@ -224,7 +224,7 @@ class Reevaluations:
         """The claimed positions, read and scored."""
         job = claim.job
         try:
-            version = self._version(job.contract_name, job.contract_version)
+            version = self._versions.get(job.contract_name, job.contract_version)
         except (ContractInvalid, ExpressionError) as exc:  # would fail the same way forever
             return Chunk(job.job_id, claim.start, claim.end, [], Tally(),
                          failure=f"{type(exc).__name__}: {exc}")
@@ -265,13 +265,6 @@ class Reevaluations:
         if tally.errored / applicable > self.degraded_above:
             return DEGRADED, summary
         return SUCCEEDED, summary
-
-    def _version(self, name: str, version: int) -> ScoringVersion:
-        key = (name, version)
-        if key not in self._compiled:
-            self._compiled[key] = compile_version(self.contracts.get(name, version),
-                                                  self.subject_budget_s)
-        return self._compiled[key]
 
 
 def _collect(saves: BackgroundSave[Any]) -> None:

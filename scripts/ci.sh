@@ -85,7 +85,9 @@ check() {
 
 check ruff ruff check .
 check mypy mypy kernel events contract evaluators trainer audit access inference harness integrations serving migrations hcp console api cli
-check pytest pytest -q -p no:cacheprovider tests
+# --durations: the slowest tests are named in every CI log, so a suite that grows past its
+# time is traced to its cause from the log alone.
+check pytest pytest -q -p no:cacheprovider --durations=30 tests
 
 step "summary"
 printf '  %s\n' "${results[@]}"

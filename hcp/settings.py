@@ -132,7 +132,8 @@ class Settings(BaseSettings):
     serving_device: str = Field(
         "", description="The embedded backend's device (cpu, cuda, cuda:1); empty: CUDA when present")
     serving_precision: Literal["auto", "fp32", "bf16"] = Field(
-        "auto", description="The embedded base's dtype: auto is bf16 on CUDA, fp32 on a CPU")
+        "auto", description="The embedded base's dtype: auto is bf16 on CUDA, fp32 on a CPU; "
+        "bf16 on a CPU without bf16 products (AVX2 only) is fp32")
     serving_batch_window_ms: float = Field(
         5.0, ge=0, le=1000, description="How long a chat request waits for others to share "
         "its decoding batch (mixed adapters decode together)")

@@ -33,8 +33,9 @@ class HyperParams:
     keep_per_prompt: int = 1  # best_of_k: distinct answers kept per prompt
     epochs: float = 0.0  # > 0: steps = ceil(epochs x selected examples / batch_size)
     # The frozen base's weights: "auto" is bf16 on a GPU and fp32 on a CPU (bit-for-bit
-    # reproducible); "bf16" on a CPU with AMX trains several times faster. LoRA weights and
-    # the optimiser state stay fp32 either way.
+    # reproducible); "bf16" on a CPU with bf16 products (AVX-512, AMX) trains several times
+    # faster, and on one without them runs fp32 (``load.base_dtype``: bf16 there is ~20x
+    # slower). LoRA weights and the optimiser state stay fp32 either way.
     precision: str = "auto"
     # Where training starts: "parent" (the parent's adapter, fine-tuned further) or "base"
     # (a fresh seeded LoRA on the base, whatever the parent: with ``dataset = "all"`` that is

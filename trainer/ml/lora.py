@@ -58,6 +58,8 @@ class TrainResult:
     # mean per-token KL between the successor and the base on its training answers
     kl_from_base: dict[str, Any] = field(default_factory=dict)
     checkpoint: dict[str, Any] = field(default_factory=dict)  # the validation split's choice
+    # the base's dtype as trained: "bf16" asked on a CPU without bf16 products runs fp32
+    dtype: str = ""
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready figures for a training-run event (the full curve left out)."""
@@ -204,7 +206,8 @@ def train_successor(
         adapter_dir=out, steps=len(plan.batches), tokens_seen=plan.tokens,
         tokens_per_s=plan.tokens / seconds if seconds > 0 else 0.0, train_seconds=seconds,
         examples_used=plan.examples_used, examples_dropped=len(examples) - plan.examples_used,
-        device=str(dev), losses=tuple(losses), objective=hyper.objective,
+        device=str(dev), dtype=str(base_dtype(dev, hyper.precision)).removeprefix("torch."),
+        losses=tuple(losses), objective=hyper.objective,
         pairs_used=plan.pairs_used, init=hyper.init, kl_from_base=kl,
         checkpoint=checkpoints.summary(plan.validation_prompts) if checkpoints else {},
         **_loss_summary(losses),

@@ -16,6 +16,7 @@ pytest.importorskip("peft")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+import trainer.ml.load as lora_load  # noqa: E402
 import trainer.ml.lora as lora  # noqa: E402
 from tests.unit.trainer.conftest import toy_examples  # noqa: E402
 from trainer.ml.anchor import token_kl  # noqa: E402
@@ -60,6 +61,8 @@ def _activation_bytes(kept: list[torch.Tensor]) -> int:
 @pytest.mark.parametrize("precision", ["bf16", "fp32"])  # eager attention on a CPU in bf16
 def test_a_training_step_keeps_a_fraction_of_its_activations_and_the_same_bits(
         tiny_base: Path, monkeypatch: pytest.MonkeyPatch, precision: str) -> None:
+    # bf16 where the CPU has no bf16 products too (it would load fp32): the eager path is tested
+    monkeypatch.setattr(lora_load, "cpu_multiplies_bf16", lambda: True)
     hyper = HyperParams(precision=precision, batch_size=8, max_len=64, min_reward=0.5, seed=3)
     loss, grads, kept = _step(tiny_base, hyper)
     monkeypatch.setattr(lora, "recompute_activations", lambda model: None)

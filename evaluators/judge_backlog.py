@@ -61,7 +61,6 @@ class JudgeBacklog:
                  rewards: RewardStore, judging: Judging, subject_budget_s: float | None = None) -> None:
         self.engine, self.contracts, self.rewards, self.judging = engine, contracts, rewards, judging
         self.subjects = SubjectReader(store)
-        self.subject_budget_s = subject_budget_s
         self._versions = CompiledVersions(contracts, subject_budget_s)
 
     def step(self, budget_s: float = 10.0, limit: int = 32) -> BacklogStep:

@@ -81,7 +81,7 @@ class Reevaluations:
         # The judges' verdicts the log holds (a subject missing one waits in the backlog).
         self.judging = judging if judging is not None else Judging(store)
         self.subjects = SubjectReader(store)
-        self.chunk_positions, self.subject_budget_s = chunk_positions, subject_budget_s
+        self.chunk_positions = chunk_positions
         self.degraded_above = degraded_above  # error share of applicable subjects
         self.stall_s = STALL_S
         self._versions = CompiledVersions(contracts, subject_budget_s)

@@ -7,6 +7,7 @@ nothing ever reaches for the network.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ def base_dtype(device: torch.device, precision: str = "auto") -> torch.dtype:
     return torch.float32
 
 
+@functools.cache  # the CPU does not change; the serving engine asks on every request
 def cpu_multiplies_bf16() -> bool:
     """Whether torch's bf16 matrix products on this CPU go to oneDNN's bf16 kernels (the
     test torch itself makes: AVX-512 BW/VL/DQ on x86, or bf16 on Arm), not to the scalar
